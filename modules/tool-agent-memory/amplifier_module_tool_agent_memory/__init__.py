@@ -1,0 +1,53 @@
+"""agent-memory: long-term memory, a working-memory cache and a plan cache for Amplifier agents.
+
+``mount`` is cheap and idempotent (Amplifier mounts every module twice): it parses the
+config, resolves the identity and registers the tools. The embedding model and the
+identity's store are opened on the first tool call.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+__amplifier_module_type__ = "tool"
+__all__ = ["mount", "EVENTS"]
+
+logger = logging.getLogger(__name__)
+
+MODULE_ID = "tool-agent-memory"
+
+EVENTS: tuple[str, ...] = (
+    "memory:stored",
+    "memory:searched",
+    "memory:read",
+    "memory:listed",
+    "memory:forgotten",
+)
+
+
+async def mount(coordinator: Any, config: dict[str, Any] | None = None) -> Callable[[], Awaitable[None]]:
+    """Register the agent-memory tools on ``coordinator``; return the cleanup that closes what they opened."""
+    from .identity import CAPABILITY
+    from .runtime import AgentMemory
+    from .tools import build_tools
+
+    runtime = AgentMemory.from_mount(coordinator, config)
+    if runtime.setup_error is not None:
+        logger.warning("agent-memory mounted with an error its tools will report: %s", runtime.setup_error)
+    for tool in build_tools(runtime):
+        await coordinator.mount("tools", tool, name=tool.name)
+
+    register_contributor = getattr(coordinator, "register_contributor", None)
+    if register_contributor is not None:
+        register_contributor("observability.events", MODULE_ID, lambda: list(EVENTS))
+    if runtime.identity is not None and runtime.identity.source != "capability":
+        register_capability = getattr(coordinator, "register_capability", None)
+        if register_capability is not None:
+            register_capability(CAPABILITY, runtime.identity.name)
+
+    async def cleanup() -> None:
+        runtime.close()
+
+    return cleanup

