@@ -7,30 +7,25 @@ identity's store are opened on the first tool call.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 __amplifier_module_type__ = "tool"
-__all__ = ["mount", "EVENTS"]
+__all__ = ["mount"]
 
 logger = logging.getLogger(__name__)
 
 MODULE_ID = "tool-agent-memory"
 
-EVENTS: tuple[str, ...] = (
-    "memory:stored",
-    "memory:searched",
-    "memory:read",
-    "memory:listed",
-    "memory:forgotten",
-)
-
 
 async def mount(coordinator: Any, config: dict[str, Any] | None = None) -> Callable[[], Awaitable[None]]:
     """Register the agent-memory tools on ``coordinator``; return the cleanup that closes what they opened."""
+    from .events import EVENTS
     from .identity import CAPABILITY
     from .runtime import AgentMemory
+    from .session_hooks import register_session_hooks
     from .tools import build_tools
 
     runtime = AgentMemory.from_mount(coordinator, config)
@@ -47,7 +42,16 @@ async def mount(coordinator: Any, config: dict[str, Any] | None = None) -> Calla
         if register_capability is not None:
             register_capability(CAPABILITY, runtime.identity.name)
 
+    unregisters = register_session_hooks(coordinator, runtime)
+
     async def cleanup() -> None:
+        for unregister in unregisters:
+            try:
+                result = unregister()
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:
+                logger.debug("unregistering a hook failed", exc_info=True)
         runtime.close()
 
     return cleanup

@@ -1,0 +1,28 @@
+"""Every event the module emits; declared to ``observability.events`` at mount."""
+
+from __future__ import annotations
+
+MEMORY_EVENTS: tuple[str, ...] = (
+    "memory:stored",
+    "memory:searched",
+    "memory:read",
+    "memory:listed",
+    "memory:forgotten",
+)
+CACHE_EVENTS: tuple[str, ...] = (
+    "cache:written",
+    "cache:searched",
+    "cache:read",
+    "cache:block_closed",
+    "cache:evicted",
+    "cache:compacted",
+    "cache:packed",
+)
+PLAN_EVENTS: tuple[str, ...] = (
+    "plan:hit",
+    "plan:miss",
+    "plan:stored",
+    "plan:reward",
+    "plan:stale",
+)
+EVENTS: tuple[str, ...] = MEMORY_EVENTS + CACHE_EVENTS + PLAN_EVENTS

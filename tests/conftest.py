@@ -1,0 +1,78 @@
+"""Shared fixtures: the real local model (loaded once per session), real Qdrant Edge stores
+under a temporary root, and the module mounted on amplifier-core's MockCoordinator."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from amplifier_core.testing import MockCoordinator
+
+import amplifier_module_tool_agent_memory as agent_memory
+from amplifier_module_tool_agent_memory.config import EmbeddingConfig, parse_config
+from amplifier_module_tool_agent_memory.embeddings import CachedEmbedder, get_embedder
+from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
+from amplifier_module_tool_agent_memory.runtime import AgentMemory
+
+
+@pytest.fixture(scope="session")
+def embedder() -> CachedEmbedder:
+    """The real local embedding model, loaded once for the whole run."""
+    return get_embedder(EmbeddingConfig())
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No test reads the developer's identity or writes under ~/.amplifier."""
+    monkeypatch.delenv("AMPLIFIER_AGENT_IDENTITY", raising=False)
+    monkeypatch.setenv("AMPLIFIER_MEMORY_ROOT", str(tmp_path / "default-root"))
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A fresh storage root."""
+    path = tmp_path / "memory"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def make_runtime(root: Path, embedder: CachedEmbedder) -> Iterator[Callable[..., AgentMemory]]:
+    """Build AgentMemory runtimes (services without the tool layer); all are closed at teardown."""
+    made: list[AgentMemory] = []
+
+    def factory(identity: str = "alice", session_id: str = "session-1", **config: Any) -> AgentMemory:
+        cfg = parse_config({"storage_root": str(root), **config})
+        rt = AgentMemory(cfg, ResolvedIdentity(identity, "config"), session_id=session_id)
+        made.append(rt)
+        return rt
+
+    yield factory
+    for rt in made:
+        rt.close()
+
+
+@pytest.fixture
+async def mount_tools(root: Path, embedder: CachedEmbedder) -> AsyncIterator[Callable[..., Any]]:
+    """Mount the module on a fresh MockCoordinator; returns (tools by name, coordinator). Unmounted at teardown."""
+    cleanups: list[Callable[[], Any]] = []
+
+    async def factory(**config: Any) -> tuple[dict[str, Any], MockCoordinator]:
+        coordinator = MockCoordinator()
+        cfg = {"storage_root": str(root), "agent_identity": "alice", **config}
+        cleanup = await agent_memory.mount(coordinator, cfg)
+        cleanups.append(cleanup)
+        return dict(coordinator.mount_points["tools"]), coordinator
+
+    yield factory
+    for cleanup in reversed(cleanups):
+        await cleanup()
+
+
+@pytest.fixture
+async def tools(mount_tools: Callable[..., Any]) -> dict[str, Any]:
+    """The module's tools for identity 'alice' on a fresh root."""
+    mounted, _ = await mount_tools()
+    return mounted
