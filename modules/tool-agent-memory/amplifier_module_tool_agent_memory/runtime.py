@@ -22,6 +22,7 @@ from .storage import IdentityStore, acquire_store, release_store, utc_now
 if TYPE_CHECKING:
     from .embeddings import CachedEmbedder
     from .memory import MemoryService
+    from .plans import PlanService
 
 logger = logging.getLogger("amplifier_module_tool_agent_memory")
 
@@ -126,6 +127,16 @@ class AgentMemory:
             )
 
         svc: MemoryService = self.service("memory", build)
+        return svc
+
+    def plans(self) -> PlanService:
+        """The plan cache service."""
+        from .plans import PLANS, PlanService
+
+        def build() -> PlanService:
+            return PlanService(self.store().collection(PLANS), self.embedder(), self.config.plans, clock=self.clock)
+
+        svc: PlanService = self.service("plans", build)
         return svc
 
     async def emit(self, event: str, data: dict[str, Any]) -> None:

@@ -25,6 +25,10 @@ class Outcome:
 
     output: dict[str, Any]
     event: dict[str, Any] = field(default_factory=dict)
+    # The tool's event name by default; a handler whose event depends on the answer (plan:hit / plan:miss) sets it.
+    event_name: str | None = None
+    # Further events the call caused (e.g. plan:stale after a reward), emitted after the main one.
+    extra_events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
 Handler = Callable[[AgentMemory, Any], Outcome]
@@ -92,5 +96,9 @@ class AgentMemoryTool:
             return self._fail(f"{self.name} failed: {type(exc).__name__}: {exc}", "internal_error")
         latency_ms = round((time.perf_counter() - started) * 1000, 2)
         output = {**outcome.output, "identity": self.runtime.identity_name}
-        await self.runtime.emit(self._event, {"tool": self.name, "latency_ms": latency_ms, **outcome.event})
+        await self.runtime.emit(
+            outcome.event_name or self._event, {"tool": self.name, "latency_ms": latency_ms, **outcome.event}
+        )
+        for name, fields in outcome.extra_events:
+            await self.runtime.emit(name, {"tool": self.name, "latency_ms": latency_ms, **fields})
         return ToolResult(success=True, output=output)
