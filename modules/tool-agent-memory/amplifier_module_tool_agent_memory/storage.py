@@ -236,12 +236,13 @@ class IdentityStore:
             return coll
 
     def disk_bytes(self) -> int:
-        """Bytes on disk under the store's folder."""
+        """Bytes on disk under the store's folder (allocated blocks, not apparent size)."""
         total = 0
         for root, _dirs, files in os.walk(self.path):
             for name in files:
                 try:
-                    total += os.path.getsize(os.path.join(root, name))
+                    # Qdrant preallocates sparse files: their apparent size is ~300 MiB for an empty store.
+                    total += os.stat(os.path.join(root, name)).st_blocks * 512
                 except OSError:
                     continue
         return total
