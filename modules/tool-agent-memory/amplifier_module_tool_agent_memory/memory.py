@@ -239,6 +239,22 @@ class MemoryService:
         )
         items = [self._full(str(r.id), dict(r.payload or {})) for r in records]
         next_before = items[-1]["created_at"] if len(items) == inp.limit else None
+        if next_before is not None:
+            # The next page starts strictly before next_before, so a page must not end inside a group
+            # of memories created at the same instant (an import, a fixed clock): take the whole group.
+            ties = [*must, qe.FieldCondition("created_at", range=qe.RangeDateTime(gte=next_before, lte=next_before))]
+            group: list[Any] = []
+            offset: Any = None
+            while True:
+                batch, offset = self.coll.scroll(
+                    qe.ScrollRequest(offset=offset, limit=256, filter=qe.Filter(must=ties), with_payload=True)
+                )
+                group.extend(batch)
+                if offset is None:
+                    break
+            group.sort(key=lambda r: int((r.payload or {}).get("seq", 0)), reverse=True)
+            items = [m for m in items if m["created_at"] != next_before]
+            items += [self._full(str(r.id), dict(r.payload or {})) for r in group]
         return {"memories": items, "count": len(items), "next_before": next_before}
 
     def export(self, batch: int = 256) -> Iterator[MemoryRecord]:
