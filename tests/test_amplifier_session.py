@@ -1,0 +1,243 @@
+"""The module inside real amplifier-core: the loader finds the installed entry point, every
+tool is mounted and answers, mount is cheap and idempotent, and setup errors reach the agent."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import amplifier_module_tool_agent_memory as agent_memory
+import pytest
+from amplifier_core import AmplifierSession, HookResult, ToolResult
+from amplifier_core.loader import ModuleLoader
+from amplifier_core.testing import MockCoordinator
+from amplifier_core.validation.behavioral import ToolBehaviorTests
+from amplifier_core.validation.structural import ToolStructuralTests
+from amplifier_module_tool_agent_memory import storage
+from amplifier_module_tool_agent_memory.config import MemoryConfig
+from amplifier_module_tool_agent_memory.embeddings import CachedEmbedder
+from amplifier_module_tool_agent_memory.events import EVENTS
+from amplifier_module_tool_agent_memory.identity import IDENTITY_ENV
+from amplifier_module_tool_agent_memory.runtime import AgentMemory
+from amplifier_module_tool_agent_memory.tools import build_tools
+
+MODULE_ID = "tool-agent-memory"
+PLAN: dict[str, Any] = {"session": {"orchestrator": "loop-basic", "context": "context-simple"}}
+ALL_TOOLS = frozenset(tool.name for tool in build_tools(AgentMemory(MemoryConfig(), None)))
+
+Mounted = tuple[dict[str, Any], Any]
+
+
+@pytest.fixture
+def module_path() -> Path:
+    """The package folder: amplifier-core's plugin cannot find it from the repository root."""
+    return Path(agent_memory.__file__).parent
+
+
+class TestToolContractBehavior(ToolBehaviorTests):
+    """amplifier-core's behavioural contract for tool modules."""
+
+
+class TestToolContractStructure(ToolStructuralTests):
+    """amplifier-core's structural contract for tool modules."""
+
+
+@pytest.fixture
+async def session_mount(root: Path, embedder: CachedEmbedder) -> AsyncIterator[Callable[..., Awaitable[Mounted]]]:
+    """Mount through a real AmplifierSession and amplifier-core's ModuleLoader (entry point, no source:)."""
+    coordinators: list[Any] = []
+
+    async def factory(config: dict[str, Any] | None = None, session: dict[str, Any] | None = None) -> Mounted:
+        cfg = {"storage_root": str(root), **(config or {})}
+        plan = {"session": {**PLAN["session"], **(session or {})}, "tools": [{"module": MODULE_ID, "config": cfg}]}
+        coordinator = AmplifierSession(plan).coordinator
+        coordinators.append(coordinator)
+        mount = await ModuleLoader(coordinator=coordinator).load(MODULE_ID, cfg, coordinator=coordinator)
+        cleanup = await mount(coordinator)
+        coordinator.register_cleanup(cleanup)
+        return dict(coordinator.get("tools") or {}), coordinator
+
+    yield factory
+    for coordinator in coordinators:
+        await coordinator.cleanup()
+
+
+async def _call_every_tool(tools: dict[str, Any]) -> dict[str, ToolResult]:
+    """Call each tool once with valid input, in an order where each call has what it needs."""
+    results: dict[str, ToolResult] = {}
+
+    async def call(name: str, args: dict[str, Any]) -> ToolResult:
+        results[name] = await tools[name].execute(args)
+        return results[name]
+
+    stored = await call("memory_store", {"content": "The staging cluster runs Kubernetes 1.30", "kind": "fact"})
+    memory_id = stored.output["id"] if stored.success else "00000000-0000-0000-0000-000000000000"
+    await call("memory_search", {"query": "which Kubernetes version does staging run?"})
+    await call("memory_get", {"id": memory_id})
+    await call("memory_list", {"limit": 5})
+    await call("memory_forget", {"id": memory_id})
+    if "plan_store" in tools:
+        actions = [{"tool": "bash", "args": {"command": "make deploy-staging"}}]
+        await call("plan_store", {"prompt": "Deploy the API to staging", "actions": actions})
+        await call("plan_lookup", {"prompt": "Deploy the API to staging"})
+        await call("plan_reward", {"prompt": "Deploy the API to staging", "success": True})
+    return results
+
+
+async def test_loader_resolves_the_installed_entry_point_to_our_mount() -> None:
+    loader = ModuleLoader(coordinator=AmplifierSession(PLAN).coordinator)
+    await loader.load(MODULE_ID, {})
+    assert loader._loaded_modules[MODULE_ID] is agent_memory.mount
+
+
+async def test_every_tool_is_mounted_in_a_real_session(session_mount: Callable[..., Awaitable[Mounted]]) -> None:
+    tools, _ = await session_mount({"agent_identity": "alice"})
+    assert set(tools) == ALL_TOOLS
+
+
+async def test_every_tool_answers_valid_input_in_a_real_session(
+    session_mount: Callable[..., Awaitable[Mounted]],
+) -> None:
+    tools, _ = await session_mount({"agent_identity": "alice"})
+    results = await _call_every_tool(tools)
+    assert set(results) == ALL_TOOLS, f"no valid call defined for {sorted(ALL_TOOLS - set(results))}"
+    failed = {name: r.error for name, r in results.items() if not r.success}
+    assert not failed
+
+
+async def test_mount_registers_the_agent_identity_capability(session_mount: Callable[..., Awaitable[Mounted]]) -> None:
+    _, coordinator = await session_mount({"agent_identity": "alice"})
+    assert coordinator.get_capability("agent_identity") == "alice"
+
+
+async def test_mount_declares_every_event_to_observability(session_mount: Callable[..., Awaitable[Mounted]]) -> None:
+    _, coordinator = await session_mount({"agent_identity": "alice"})
+    declared = [event for batch in await coordinator.collect_contributions("observability.events") for event in batch]
+    assert set(EVENTS) <= set(declared)
+
+
+async def test_tool_call_emits_its_event_with_identity_and_session(
+    session_mount: Callable[..., Awaitable[Mounted]],
+) -> None:
+    tools, coordinator = await session_mount({"agent_identity": "alice"})
+    seen: list[dict[str, Any]] = []
+
+    async def record(event: str, data: dict[str, Any]) -> HookResult:
+        seen.append(data)
+        return HookResult(action="continue")
+
+    coordinator.hooks.register("memory:stored", record, priority=10, name="test-recorder")
+    await tools["memory_store"].execute({"content": "Releases are cut on Tuesdays"})
+    assert len(seen) == 1
+    assert seen[0]["identity"] == "alice"
+    assert seen[0]["session_id"] == coordinator.session_id
+    assert seen[0]["latency_ms"] >= 0
+
+
+async def test_mount_on_a_mock_coordinator_opens_no_store(root: Path) -> None:
+    coordinator = MockCoordinator()
+    cleanup = await agent_memory.mount(coordinator, {"storage_root": str(root), "agent_identity": "alice"})
+    try:
+        assert set(coordinator.mount_points["tools"]) == ALL_TOOLS
+        assert storage.open_store_count() == 0
+        assert os.listdir(root) == []
+    finally:
+        await cleanup()
+
+
+async def test_mount_twice_on_two_coordinators_both_answer(
+    mount_tools: Callable[..., Awaitable[tuple[dict[str, Any], MockCoordinator]]],
+) -> None:
+    first, _ = await mount_tools()
+    second, _ = await mount_tools()
+    stored = await first["memory_store"].execute({"content": "The on-call rotation changes on Mondays"})
+    assert stored.success, stored.error
+    found = await second["memory_get"].execute({"id": stored.output["id"]})
+    assert found.success, found.error
+    assert found.output["memory"]["content"] == "The on-call rotation changes on Mondays"
+
+
+async def _assert_every_tool_fails_with(tools: dict[str, Any], *fragments: str) -> None:
+    assert set(tools) == ALL_TOOLS
+    for name, tool in tools.items():
+        result = await tool.execute({"query": "anything", "content": "anything"})
+        assert not result.success, name
+        for fragment in fragments:
+            assert fragment in result.error["message"], (name, result.error["message"])
+
+
+async def test_invalid_config_still_mounts_tools_that_report_it(root: Path) -> None:
+    coordinator = MockCoordinator()
+    cleanup = await agent_memory.mount(coordinator, {"storage_root": str(root), "near_duplicate": 0.9})
+    try:
+        await _assert_every_tool_fails_with(dict(coordinator.mount_points["tools"]), "near_duplicate", "config")
+    finally:
+        await cleanup()
+
+
+async def test_invalid_identity_still_mounts_tools_that_report_it(root: Path) -> None:
+    coordinator = MockCoordinator()
+    cleanup = await agent_memory.mount(coordinator, {"storage_root": str(root), "agent_identity": "../escape"})
+    try:
+        await _assert_every_tool_fails_with(dict(coordinator.mount_points["tools"]), "'../escape'", "invalid")
+        assert os.listdir(root) == []
+    finally:
+        await cleanup()
+
+
+async def test_required_identity_missing_makes_every_tool_explain_how_to_set_one(root: Path) -> None:
+    coordinator = MockCoordinator()
+    cleanup = await agent_memory.mount(coordinator, {"storage_root": str(root), "require_identity": True})
+    try:
+        await _assert_every_tool_fails_with(
+            dict(coordinator.mount_points["tools"]), "require_identity", "agent_identity", IDENTITY_ENV
+        )
+    finally:
+        await cleanup()
+
+
+async def _identity_used(tools: dict[str, Any]) -> str:
+    result = await tools["memory_list"].execute({})
+    assert result.success, result.error
+    return str(result.output["identity"])
+
+
+async def test_identity_capability_wins_over_config(root: Path, embedder: CachedEmbedder) -> None:
+    coordinator = MockCoordinator()
+    coordinator.register_capability("agent_identity", "from-capability")
+    cleanup = await agent_memory.mount(coordinator, {"storage_root": str(root), "agent_identity": "from-config"})
+    try:
+        assert await _identity_used(dict(coordinator.mount_points["tools"])) == "from-capability"
+    finally:
+        await cleanup()
+
+
+async def test_identity_config_wins_over_mount_plan(session_mount: Callable[..., Awaitable[Mounted]]) -> None:
+    tools, _ = await session_mount(
+        {"agent_identity": "from-config"}, session={"capabilities": {"agent_identity": "from-plan"}}
+    )
+    assert await _identity_used(tools) == "from-config"
+
+
+async def test_identity_mount_plan_wins_over_env(
+    session_mount: Callable[..., Awaitable[Mounted]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(IDENTITY_ENV, "from-env")
+    tools, coordinator = await session_mount(session={"capabilities": {"agent_identity": "from-plan"}})
+    assert await _identity_used(tools) == "from-plan"
+    assert coordinator.get_capability("agent_identity") == "from-plan"
+
+
+async def test_identity_env_wins_over_default(
+    session_mount: Callable[..., Awaitable[Mounted]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(IDENTITY_ENV, "from-env")
+    tools, _ = await session_mount()
+    assert await _identity_used(tools) == "from-env"
+
+
+async def test_identity_defaults_to_default(session_mount: Callable[..., Awaitable[Mounted]]) -> None:
+    tools, _ = await session_mount()
+    assert await _identity_used(tools) == "default"
