@@ -115,12 +115,14 @@ class Candidate:
     prompt: str
     decision: MatchDecision
     score: float
+    cosine: float
 
     def as_output(self) -> dict[str, Any]:
         return {
             "plan_id": self.plan_id,
             "prompt": self.prompt,
             "similarity": round(self.decision.similarity, 4),
+            "cosine": round(self.cosine, 4),
             "reason": self.decision.reason,
         }
 
@@ -274,7 +276,7 @@ class PlanService:
             prompt = str(payload.get("prompt", ""))
             cand_sig = signature_from_payload(payload) or signature(prompt)
             decision = decide(query_sig, cand_sig, float(p.score), self.config.similarity_threshold)
-            out.append(Candidate(str(p.id), prompt, decision, float(payload.get("score", 0.0))))
+            out.append(Candidate(str(p.id), prompt, decision, float(payload.get("score", 0.0)), float(p.score)))
         return out
 
     def lookup(self, inp: PlanLookupInput) -> LookupOutcome:
@@ -301,6 +303,7 @@ class PlanService:
             "plan_id": cand.plan_id,
             "actions": payload.get("actions", []),
             "similarity": round(cand.decision.similarity, 4),
+            "cosine": round(cand.cosine, 4),
             "score": round(float(payload.get("score", 0.0)), 6),
             "prompt": payload.get("prompt", cand.prompt),
             "uses": uses,
