@@ -8,13 +8,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import amplifier_module_tool_agent_memory as agent_memory
 import pytest
 from amplifier_core import AmplifierSession, HookResult, ToolResult
 from amplifier_core.loader import ModuleLoader
 from amplifier_core.testing import MockCoordinator
 from amplifier_core.validation.behavioral import ToolBehaviorTests
 from amplifier_core.validation.structural import ToolStructuralTests
+
+import amplifier_module_tool_agent_memory as agent_memory
 from amplifier_module_tool_agent_memory import storage
 from amplifier_module_tool_agent_memory.config import MemoryConfig
 from amplifier_module_tool_agent_memory.embeddings import CachedEmbedder
