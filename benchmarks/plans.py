@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DATA_DIR, p50_p95, peak_rss_mb, print_table  # noqa: E402
+from _common import DATA_DIR, p50_p95, peak_rss_mb, print_table
 
 DATA = DATA_DIR / "plan-cache" / "dev.jsonl"
 
