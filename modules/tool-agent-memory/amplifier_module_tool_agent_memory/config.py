@@ -76,6 +76,7 @@ class CacheConfig(_Strict):
         "extractive", description="llm uses the session's provider and falls back to extractive."
     )
     sweep_batch: int = Field(64, ge=1, le=10_000, description="Expired items removed per write at most.")
+    llm_timeout_s: float = Field(30.0, gt=0, le=600, description="How long the llm summariser may take per block.")
 
 
 class PlanConfig(_Strict):

@@ -20,6 +20,7 @@ from .identity import ResolvedIdentity, resolve_identity
 from .storage import IdentityStore, acquire_store, release_store, utc_now
 
 if TYPE_CHECKING:
+    from .cache import CacheService
     from .embeddings import CachedEmbedder
     from .memory import MemoryService
     from .plans import PlanService
@@ -127,6 +128,13 @@ class AgentMemory:
             )
 
         svc: MemoryService = self.service("memory", build)
+        return svc
+
+    def cache(self) -> CacheService:
+        """The working-memory cache service (cheap to build; the store opens on its first use)."""
+        from .cache import build_cache_service
+
+        svc: CacheService = self.service("cache", lambda: build_cache_service(self))
         return svc
 
     def plans(self) -> PlanService:

@@ -19,7 +19,9 @@ Registrar = Callable[[Any, AgentMemory], Callable[[], Any] | None]
 
 def registrars() -> list[Registrar]:
     """Every feature's hook registrar (imported here, lazily, so mount stays cheap)."""
-    found: list[Registrar] = []
+    from .cache_hooks import register as register_cache_hooks
+
+    found: list[Registrar] = [register_cache_hooks]
     return found
 
 
