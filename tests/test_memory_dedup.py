@@ -1,0 +1,113 @@
+"""Duplicates: an exact duplicate returns the existing memory; a near duplicate of the same kind
+refreshes it instead of adding a copy; anything of another kind, or less similar, is new."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from memory_helpers import ManualClock, output_of, runtime_tools
+
+from amplifier_module_tool_agent_memory.embeddings import CachedEmbedder
+from amplifier_module_tool_agent_memory.runtime import AgentMemory
+
+ORIGINAL = "We chose PostgreSQL for the billing service."
+NEAR = "We picked PostgreSQL for the billing service."  # cosine about 0.98 with ORIGINAL
+OTHER = "We chose MySQL for the billing service."  # cosine about 0.81 with ORIGINAL
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def timed_tools(make_runtime: Callable[..., AgentMemory], clock: ManualClock) -> dict[str, Any]:
+    rt = make_runtime()
+    rt.clock = clock
+    return runtime_tools(rt)
+
+
+async def _store(tools: dict[str, Any], content: str, **fields: Any) -> dict[str, Any]:
+    return output_of(await tools["memory_store"].execute({"content": content, **fields}))
+
+
+async def _count(tools: dict[str, Any]) -> int:
+    return int(output_of(await tools["memory_list"].execute({}))["count"])
+
+
+def test_the_test_texts_sit_on_either_side_of_the_threshold(embedder: CachedEmbedder) -> None:
+    original, near, other = embedder.embed_documents([ORIGINAL, NEAR, OTHER])
+    assert sum(a * b for a, b in zip(original, near, strict=True)) >= 0.95
+    assert sum(a * b for a, b in zip(original, other, strict=True)) < 0.95
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [ORIGINAL, ORIGINAL.upper(), f"  {ORIGINAL}  ", ORIGINAL.replace(" ", "\n\t "), ORIGINAL.lower()],
+)
+async def test_exact_duplicate_returns_the_existing_id(tools: dict[str, Any], variant: str) -> None:
+    first = await _store(tools, ORIGINAL, kind="decision")
+    again = await _store(tools, variant, kind="decision")
+    assert again["id"] == first["id"]
+    assert again["duplicate"] is True
+    assert again["created"] is False
+    assert await _count(tools) == 1
+
+
+async def test_exact_duplicate_keeps_the_original_text(tools: dict[str, Any]) -> None:
+    first = await _store(tools, ORIGINAL)
+    await _store(tools, ORIGINAL.upper())
+    memory = output_of(await tools["memory_get"].execute({"id": first["id"]}))["memory"]
+    assert memory["content"] == ORIGINAL
+
+
+async def test_near_duplicate_of_the_same_kind_refreshes_instead_of_adding(
+    timed_tools: dict[str, Any], clock: ManualClock
+) -> None:
+    first = await _store(timed_tools, ORIGINAL, kind="decision", importance=0.4)
+    clock.advance(days=3)
+    near = await _store(timed_tools, NEAR, kind="decision", importance=0.8)
+    assert near["id"] == first["id"]
+    assert (near["created"], near["duplicate"], near["near_duplicate"]) == (False, False, True)
+    assert near["similarity"] >= 0.95
+    assert "near-identical" in near["note"]
+    assert await _count(timed_tools) == 1
+    memory = output_of(await timed_tools["memory_get"].execute({"id": first["id"]}))["memory"]
+    assert memory["content"] == ORIGINAL
+    assert memory["importance"] == 0.8
+    assert memory["created_at"] == "2026-01-10T09:00:00.000000Z"
+    assert memory["updated_at"] == "2026-01-13T09:00:00.000000Z"
+
+
+async def test_near_duplicate_never_lowers_importance(tools: dict[str, Any]) -> None:
+    first = await _store(tools, ORIGINAL, kind="decision", importance=0.9)
+    await _store(tools, NEAR, kind="decision", importance=0.1)
+    memory = output_of(await tools["memory_get"].execute({"id": first["id"]}))["memory"]
+    assert memory["importance"] == 0.9
+
+
+async def test_near_duplicate_of_a_different_kind_is_stored_separately(tools: dict[str, Any]) -> None:
+    first = await _store(tools, ORIGINAL, kind="decision")
+    other = await _store(tools, NEAR, kind="fact")
+    assert other["created"] is True
+    assert other["id"] != first["id"]
+    assert "near_duplicate" not in other
+    assert await _count(tools) == 2
+
+
+async def test_a_similar_but_different_memory_is_stored_separately(tools: dict[str, Any]) -> None:
+    first = await _store(tools, ORIGINAL, kind="decision")
+    other = await _store(tools, OTHER, kind="decision")
+    assert other["created"] is True
+    assert other["id"] != first["id"]
+    assert await _count(tools) == 2
+
+
+async def test_the_near_duplicate_threshold_is_configurable(mount_tools: Callable[..., Any]) -> None:
+    tools, _ = await mount_tools(memory={"near_duplicate_threshold": 0.995})
+    await _store(tools, ORIGINAL, kind="decision")
+    near = await _store(tools, NEAR, kind="decision")
+    assert near["created"] is True
+    assert await _count(tools) == 2
