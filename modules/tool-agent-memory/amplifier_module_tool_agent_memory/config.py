@@ -86,7 +86,10 @@ class PlanConfig(_Strict):
     ema_alpha: float = Field(0.3, gt=0.0, le=1.0)
     stale_score: float = Field(0.2, ge=0.0, le=1.0)
     top_k: int = Field(3, ge=1, le=20)
-    auto_capture: bool = True
+    auto_capture: bool = Field(True, description="Store each successful turn's tool calls as the plan of its prompt.")
+    capture_skip_tools: tuple[str, ...] = Field(
+        (), description="More tool names auto-capture leaves out of plans (besides read-only lookups and our own)."
+    )
 
 
 class MemoryConfig(_Strict):

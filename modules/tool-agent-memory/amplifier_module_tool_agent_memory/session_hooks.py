@@ -20,8 +20,9 @@ Registrar = Callable[[Any, AgentMemory], Callable[[], Any] | None]
 def registrars() -> list[Registrar]:
     """Every feature's hook registrar (imported here, lazily, so mount stays cheap)."""
     from .cache_hooks import register as register_cache_hooks
+    from .capture import register as register_plan_capture
 
-    found: list[Registrar] = [register_cache_hooks]
+    found: list[Registrar] = [register_cache_hooks, register_plan_capture]
     return found
 
 

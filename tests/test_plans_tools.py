@@ -1,0 +1,274 @@
+"""The plan cache through the plan_* tools: hits, misses, overwrite, rewards, staleness, isolation, events."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from amplifier_core import HookResult
+from memory_helpers import error_of, output_of, runtime_tools
+
+from amplifier_module_tool_agent_memory.matching import signature
+from amplifier_module_tool_agent_memory.plans import (
+    plan_id_for,
+    rule_version,
+    signature_from_payload,
+    signature_to_payload,
+)
+from amplifier_module_tool_agent_memory.runtime import AgentMemory
+
+FASTER = "Make the player move faster"
+FASTER_PLAN = [
+    {"tool": "code_search", "args": {"query": "player movement speed"}},
+    {"tool": "edit_file", "args": {"path": "src/Player.cs", "find": "speed = 5f", "replace": "speed = 7.5f"}},
+]
+MUSIC = "Set the background music volume to 50 percent"
+MUSIC_PLAN = [{"tool": "edit_file", "args": {"path": "config/audio.json", "set": {"music_volume": 0.5}}}]
+
+
+async def store(tools: dict[str, Any], prompt: str, actions: list[dict[str, Any]]) -> dict[str, Any]:
+    return output_of(await tools["plan_store"].execute({"prompt": prompt, "actions": actions}))
+
+
+async def lookup(tools: dict[str, Any], prompt: str, **extra: Any) -> dict[str, Any]:
+    return output_of(await tools["plan_lookup"].execute({"prompt": prompt, **extra}))
+
+
+async def reward(tools: dict[str, Any], **args: Any) -> dict[str, Any]:
+    return output_of(await tools["plan_reward"].execute(args))
+
+
+def ema(score: float, outcomes: list[bool], alpha: float = 0.3) -> float:
+    """The issue's update rule applied in order."""
+    for success in outcomes:
+        score = alpha * (1.0 if success else 0.0) + (1.0 - alpha) * score
+    return score
+
+
+async def test_mount_registers_the_plan_tools(tools: dict[str, Any]) -> None:
+    assert {"plan_lookup", "plan_store", "plan_reward"} <= set(tools)
+
+
+async def test_stored_plan_is_returned_for_the_same_prompt(tools: dict[str, Any]) -> None:
+    stored = await store(tools, FASTER, FASTER_PLAN)
+    hit = await lookup(tools, "make the player move faster.")
+    assert hit["hit"] is True
+    assert hit["plan_id"] == stored["plan_id"]
+    assert hit["actions"] == FASTER_PLAN
+    assert hit["prompt"] == FASTER
+    assert hit["score"] == 1.0
+    assert hit["similarity"] == 1.0
+
+
+async def test_rewording_of_the_request_is_a_hit(tools: dict[str, Any]) -> None:
+    stored = await store(tools, FASTER, FASTER_PLAN)
+    hit = await lookup(tools, "Increase the player's movement speed")
+    assert hit["hit"] is True
+    assert hit["plan_id"] == stored["plan_id"]
+    assert 0.85 <= hit["similarity"] <= 1.0
+    assert 0.0 < hit["cosine"] < 1.0
+
+
+@pytest.mark.parametrize(
+    "request_for_something_else",
+    [
+        "Make the player move slower",  # direction
+        "Make the enemies move faster",  # target
+        "Set the player speed to 9",  # number
+        "Stop the player from moving faster",  # polarity
+    ],
+)
+async def test_request_for_something_else_is_a_miss_with_the_nearest_candidates(
+    tools: dict[str, Any], request_for_something_else: str
+) -> None:
+    stored = await store(tools, FASTER, FASTER_PLAN)
+    miss = await lookup(tools, request_for_something_else)
+    assert miss["hit"] is False
+    assert "actions" not in miss
+    nearest = miss["candidates"][0]
+    assert nearest["plan_id"] == stored["plan_id"]
+    assert nearest["prompt"] == FASTER
+    assert 0.0 < nearest["cosine"] <= 1.0
+    assert nearest["reason"]
+
+
+async def test_lookup_in_an_empty_cache_is_a_miss_without_candidates(tools: dict[str, Any]) -> None:
+    assert await lookup(tools, FASTER) == {"hit": False, "candidates": [], "identity": "alice"}
+
+
+async def test_top_k_bounds_the_candidates_considered(tools: dict[str, Any]) -> None:
+    await store(tools, FASTER, FASTER_PLAN)
+    await store(tools, MUSIC, MUSIC_PLAN)
+    await store(tools, "Double the jump height of the player", MUSIC_PLAN)
+    miss = await lookup(tools, "Rename the save file format to JSON", top_k=2)
+    assert miss["hit"] is False
+    assert len(miss["candidates"]) == 2
+
+
+async def test_storing_a_prompt_with_the_same_normal_form_overwrites_its_plan(tools: dict[str, Any]) -> None:
+    first = await store(tools, FASTER, FASTER_PLAN)
+    second = await store(tools, "  make the PLAYER move faster! ", MUSIC_PLAN)
+    assert second["plan_id"] == first["plan_id"]
+    assert (first["created"], second["created"], second["overwritten"]) == (True, False, True)
+    hit = await lookup(tools, FASTER)
+    assert hit["actions"] == MUSIC_PLAN
+
+
+async def test_overwrite_resets_the_score(tools: dict[str, Any]) -> None:
+    stored = await store(tools, FASTER, FASTER_PLAN)
+    await reward(tools, plan_id=stored["plan_id"], success=False)
+    await store(tools, FASTER, FASTER_PLAN)
+    assert (await lookup(tools, FASTER))["score"] == 1.0
+
+
+async def test_reward_updates_the_score_by_exponential_moving_average(tools: dict[str, Any]) -> None:
+    plan_id = (await store(tools, FASTER, FASTER_PLAN))["plan_id"]
+    outcomes = [False, True, False, True, True]
+    for success in outcomes:
+        out = await reward(tools, plan_id=plan_id, success=success)
+    assert out["score"] == pytest.approx(ema(1.0, outcomes), abs=1e-6)
+    assert out["stale"] is False
+
+
+async def test_reward_reports_the_previous_and_new_score(tools: dict[str, Any]) -> None:
+    plan_id = (await store(tools, FASTER, FASTER_PLAN))["plan_id"]
+    out = await reward(tools, plan_id=plan_id, success=False)
+    assert (out["previous_score"], out["score"]) == (1.0, pytest.approx(0.7))
+
+
+async def test_reported_tool_failure_makes_the_plan_stale_at_once(tools: dict[str, Any]) -> None:
+    plan_id = (await store(tools, FASTER, FASTER_PLAN))["plan_id"]
+    out = await reward(tools, plan_id=plan_id, success=False, tool_failure=True)
+    assert out["score"] == pytest.approx(0.7)
+    assert out["stale"] is True
+    assert "tool call" in out["stale_reason"]
+
+
+async def test_score_below_the_floor_makes_the_plan_stale(tools: dict[str, Any]) -> None:
+    plan_id = (await store(tools, FASTER, FASTER_PLAN))["plan_id"]
+    # 1.0 -> 0.7 -> 0.49 -> 0.343 -> 0.2401 -> 0.16807: only the fifth failure crosses 0.2
+    states = [(await reward(tools, plan_id=plan_id, success=False))["stale"] for _ in range(5)]
+    assert states == [False, False, False, False, True]
+
+
+async def test_stale_plan_is_never_a_hit(tools: dict[str, Any]) -> None:
+    plan_id = (await store(tools, FASTER, FASTER_PLAN))["plan_id"]
+    await reward(tools, plan_id=plan_id, success=False, tool_failure=True)
+    for prompt in (FASTER, "Increase the player's movement speed"):
+        out = await lookup(tools, prompt)
+        assert out["hit"] is False
+        assert all(c["plan_id"] != plan_id for c in out["candidates"])
+
+
+async def test_success_rewards_do_not_revive_a_stale_plan(tools: dict[str, Any]) -> None:
+    plan_id = (await store(tools, FASTER, FASTER_PLAN))["plan_id"]
+    await reward(tools, plan_id=plan_id, success=False, tool_failure=True)
+    out = await reward(tools, plan_id=plan_id, success=True)
+    assert out["stale"] is True
+    assert (await lookup(tools, FASTER))["hit"] is False
+
+
+async def test_storing_the_prompt_again_revives_a_stale_plan(tools: dict[str, Any]) -> None:
+    plan_id = (await store(tools, FASTER, FASTER_PLAN))["plan_id"]
+    await reward(tools, plan_id=plan_id, success=False, tool_failure=True)
+    again = await store(tools, FASTER, MUSIC_PLAN)
+    assert again["revived"] is True
+    hit = await lookup(tools, FASTER)
+    assert (hit["hit"], hit["plan_id"], hit["score"], hit["actions"]) == (True, plan_id, 1.0, MUSIC_PLAN)
+
+
+async def test_reward_by_prompt_targets_the_plan_that_answers_it(tools: dict[str, Any]) -> None:
+    plan_id = (await store(tools, FASTER, FASTER_PLAN))["plan_id"]
+    await store(tools, MUSIC, MUSIC_PLAN)
+    out = await reward(tools, prompt="Increase the player's movement speed", success=False)
+    assert out["plan_id"] == plan_id
+
+
+async def test_reward_by_prompt_of_a_different_request_is_not_found(tools: dict[str, Any]) -> None:
+    await store(tools, FASTER, FASTER_PLAN)
+    err = error_of(await tools["plan_reward"].execute({"prompt": "Make the player move slower", "success": False}))
+    assert err["type"] == "not_found"
+
+
+async def test_reward_of_an_unknown_plan_id_is_not_found(tools: dict[str, Any]) -> None:
+    err = error_of(await tools["plan_reward"].execute({"plan_id": plan_id_for("never stored"), "success": True}))
+    assert err["type"] == "not_found"
+    assert "no plan with id" in err["message"]
+
+
+async def test_hits_count_the_plan_uses(tools: dict[str, Any]) -> None:
+    await store(tools, FASTER, FASTER_PLAN)
+    uses = [(await lookup(tools, FASTER))["uses"] for _ in range(3)]
+    assert uses == [1, 2, 3]
+
+
+async def test_plans_are_private_to_their_identity(mount_tools: Callable[..., Any]) -> None:
+    alice, _ = await mount_tools(agent_identity="alice")
+    bob, _ = await mount_tools(agent_identity="bob")
+    stored = await store(alice, FASTER, FASTER_PLAN)
+    assert (await lookup(bob, FASTER))["hit"] is False
+    err = error_of(await bob["plan_reward"].execute({"plan_id": stored["plan_id"], "success": False}))
+    assert err["type"] == "not_found"
+    assert (await lookup(alice, FASTER))["score"] == 1.0
+
+
+async def test_tunables_come_from_the_config(mount_tools: Callable[..., Any]) -> None:
+    tools, _ = await mount_tools(plans={"ema_alpha": 0.5, "stale_score": 0.6})
+    plan_id = (await store(tools, FASTER, FASTER_PLAN))["plan_id"]
+    out = await reward(tools, plan_id=plan_id, success=False)
+    assert (out["score"], out["stale"]) == (0.5, True)
+
+
+async def test_a_strict_threshold_turns_a_rewording_into_a_miss(mount_tools: Callable[..., Any]) -> None:
+    tools, _ = await mount_tools(plans={"similarity_threshold": 0.99})
+    await store(tools, MUSIC, MUSIC_PLAN)
+    # "background" is unmatched: the word agreement is below 1, so the match similarity is too
+    miss = await lookup(tools, "change music volume to 50%")
+    assert miss["hit"] is False
+    assert miss["candidates"][0]["reason"].startswith("match similarity")
+    assert (await lookup(tools, MUSIC))["hit"] is True
+
+
+async def test_every_plan_event_carries_identity_plan_id_similarity_and_latency(
+    mount_tools: Callable[..., Any],
+) -> None:
+    tools, coordinator = await mount_tools()
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    async def record(event: str, data: dict[str, Any]) -> HookResult:
+        seen.append((event, dict(data)))
+        return HookResult(action="continue")
+
+    for event in ("plan:hit", "plan:miss", "plan:stored", "plan:reward", "plan:stale"):
+        coordinator.hooks.register(event, record, name=f"test-{event}")
+    plan_id = (await store(tools, FASTER, FASTER_PLAN))["plan_id"]
+    await lookup(tools, FASTER)
+    await lookup(tools, "Make the player move slower")
+    await reward(tools, plan_id=plan_id, success=False, tool_failure=True)
+    assert [e for e, _ in seen] == ["plan:stored", "plan:hit", "plan:miss", "plan:reward", "plan:stale"]
+    for event, data in seen:
+        assert data["identity"] == "alice", event
+        assert data["plan_id"] == plan_id, event
+        assert "similarity" in data, event
+        assert data["latency_ms"] >= 0, event
+    assert seen[1][1]["similarity"] == 1.0
+
+
+def test_signature_survives_the_payload_round_trip() -> None:
+    sig = signature("In PlayerStats.cs rename playerHealth to playerHP, 2x faster, not slower")
+    payload = {"sig": signature_to_payload(sig), "sig_rule": rule_version()}
+    assert signature_from_payload(payload) == sig
+
+
+def test_signature_from_another_rule_version_is_recomputed() -> None:
+    sig = signature("Make the player move faster")
+    assert signature_from_payload({"sig": signature_to_payload(sig), "sig_rule": "older-rule"}) is None
+
+
+async def test_store_keeps_the_signature_in_the_payload(make_runtime: Callable[..., AgentMemory]) -> None:
+    rt = make_runtime()
+    tools = runtime_tools(rt)
+    plan_id = (await store(tools, FASTER, FASTER_PLAN))["plan_id"]
+    payload = dict(rt.plans().coll.retrieve([plan_id])[0].payload)
+    assert signature_from_payload(payload) == signature(FASTER)
