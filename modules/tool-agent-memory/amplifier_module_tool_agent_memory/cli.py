@@ -270,24 +270,35 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
 
 def _feature_counts(rt: AgentMemory, path: Path) -> dict[str, dict[str, int]]:
-    """Counts of the cache and the plan cache, for the features this install has.
+    """Counts of the plan cache and the working-memory cache.
 
-    A feature's collection is opened only if its folder exists, so ``inspect`` never
-    creates one.
+    A feature's collection is opened only if its folder exists, so ``inspect`` never creates one.
     """
-    counts: dict[str, dict[str, int]] = {}
-    plans = getattr(rt, "plans", None)
-    if callable(plans):
-        if (path / "plans").is_dir():
-            service = plans()
-            total, stale = int(service.count()), int(service.count(stale=True))
-        else:
-            total = stale = 0
-        counts["plans"] = {"total": total, "fresh": total - stale, "stale": stale}
-    cache = getattr(rt, "cache", None)
-    if callable(cache):
-        counts["cache"] = dict(cache().counts()) if (path / "cache").is_dir() else {}
-    return counts
+    plans = {"total": 0, "fresh": 0, "stale": 0}
+    if (path / "plans").is_dir():
+        service = rt.plans()
+        total, stale = service.count(), service.count(stale=True)
+        plans = {"total": total, "fresh": total - stale, "stale": stale}
+    cache = _cache_counts(rt.cache()) if (path / "cache").is_dir() else {"items": 0, "expired": 0, "blocks": 0}
+    return {"plans": plans, "cache": cache}
+
+
+def _cache_counts(service: Any) -> dict[str, int]:
+    """Items (and how many of them expired, awaiting ``gc``) and blocks of the working-memory cache."""
+    import qdrant_edge as qe
+
+    from .storage import iso, utc_now
+
+    def of_type(kind: str, *more: Any) -> Any:
+        return qe.Filter(must=[qe.FieldCondition("type", match=qe.MatchValue(kind)), *more])
+
+    expired = qe.FieldCondition("ttl_expires_at", range=qe.RangeDateTime(lte=iso(utc_now())))
+    coll = service.coll
+    return {
+        "items": int(coll.count(of_type("item"))),
+        "expired": int(coll.count(of_type("item", expired))),
+        "blocks": int(coll.count(of_type("block"))),
+    }
 
 
 def inspect_store(args: argparse.Namespace) -> dict[str, Any]:
@@ -449,11 +460,33 @@ def cmd_import(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_gc(args: argparse.Namespace) -> int:
+    identity = resolve_cli_identity(getattr(args, "identity", None))
+    config = build_config(args, identity.name)
+    removed = 0
+    # No cache folder means nothing to sweep: do not create a store just to find that out.
+    if (config.resolved_root() / identity.name / "cache").is_dir():
+        with open_runtime(args) as rt:
+            removed = rt.cache().sweep_expired(limit=args.limit)
+    if args.json:
+        _print_json({"removed": removed, "identity": identity.name})
+    else:
+        print(f"removed {removed} expired working-memory items of identity {identity.name}")
+    return EXIT_OK
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
     identity = validate_identity(args.identity) if args.identity is not None else "demo"
     return run_demo(root=args.root, identity=identity, as_json=args.json, config_path=args.config)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
 
 
 def _common_options() -> argparse.ArgumentParser:
@@ -534,6 +567,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("import", cmd_import, "import JSON lines written by export (all lines are checked first)")
     p.add_argument("file", metavar="FILE", help="JSONL file ('-' reads standard input)")
     p.add_argument("--dry-run", action="store_true", help="validate only; write nothing")
+
+    p = add("gc", cmd_gc, "remove expired working-memory cache items (and closed blocks left empty)")
+    p.add_argument("--limit", type=_positive_int, metavar="N", help="remove at most N items (default all)")
     return parser
 
 

@@ -85,11 +85,23 @@ PLAN_REWORDING = "Can you deploy the billing service to the staging environment?
 # Replaying the staging plan here would deploy to the wrong place: it must miss.
 PLAN_NEAR_MISS = "Deploy the billing service to production"
 
-CACHE_NOTES: tuple[str, ...] = (
-    "Read src/billing/invoice.ts: totals are computed in cents, rounding happens once at the end.",
-    "The failing test is test_invoice_totals: it expects 1999 but gets 2000 after the tax step.",
-    "The tax step rounds each line item, which double-rounds; fix by rounding only the invoice total.",
+CACHE_SCOPE = "task:fix-invoice-rounding"
+CACHE_NOTES: tuple[dict[str, Any], ...] = (
+    {
+        "kind": "fact",
+        "content": "Totals in src/billing/invoice.ts are computed in cents; rounding happens once at the end.",
+        "file_ref": "src/billing/invoice.ts",
+    },
+    {"kind": "warning", "content": "test_invoice_totals fails: expects 1999, gets 2000 after the tax step."},
+    {"kind": "decision", "content": "Round only the invoice total, not each line item, to stop double rounding."},
+    {
+        # Said again in other words: merges into the first note instead of adding a line.
+        "kind": "fact",
+        "content": "Totals in src/billing/invoice.ts are computed in cents, and rounding happens once at the end.",
+        "file_ref": "src/billing/invoice.ts",
+    },
 )
+PACK_SECTIONS = ("summary", "facts", "decisions", "snippets", "warnings")
 
 
 class DemoFailed(AgentMemoryError):
@@ -206,7 +218,7 @@ async def _plans(tools: dict[str, Any], say: Narrator, timings: dict[str, list[f
             reason = f" ({nearest[0]['reason']})" if nearest else ""
             verdict = f"miss{reason}"
         say.say(f"  plan_lookup {prompt!r} [{label}]: {verdict}")
-        lookups.append({"label": label, "prompt": prompt, **out})
+        lookups.append({**out, "label": label, "query": prompt})
         if out.get("hit") and "plan_reward" in tools:
             reward = await _call(tools, "plan_reward", {"plan_id": out["plan_id"], "success": True}, [])
             if reward.success:
@@ -216,35 +228,34 @@ async def _plans(tools: dict[str, Any], say: Narrator, timings: dict[str, list[f
     say.report["plans"] = {"stored": stored.output, "lookups": lookups}
 
 
-def _required_text_fields(schema: dict[str, Any]) -> list[str]:
-    props = schema.get("properties", {})
-    return [name for name in schema.get("required", []) if props.get(name, {}).get("type") == "string"]
-
-
 async def _cache(tools: dict[str, Any], say: Narrator, timings: dict[str, list[float]]) -> None:
-    """Drive the working-memory cache through whatever text fields its tools require."""
-    say.say("\n4. Working-memory cache: notes for this task, packed into a token budget (cache_*)")
-    writer = tools["cache_write"]
+    say.say("\n4. Working-memory cache: task notes packed into a token budget (cache_write, cache_pack)")
     written = []
     for note in CACHE_NOTES:
-        args = dict.fromkeys(_required_text_fields(writer.input_schema), note)
-        result = await _call(tools, "cache_write", args, timings["cache_write"])
+        result = await _call(tools, "cache_write", {**note, "scope": CACHE_SCOPE}, timings["cache_write"])
         if not result.success:
             say.fail("cache_write", result)
             return
-        written.append(result.output)
-    say.say(f"  cache_write {len(written)} notes")
+        out = result.output
+        verdict = f"merged into {out['item_id'][:8]} (similarity {out.get('similarity')})" if out["merged"] else (
+            f"item {out['item_id'][:8]}"
+        )
+        say.say(f"  [{note['kind']:<8}] {_short(note['content'], 70)}\n             -> {verdict}")
+        written.append(out)
     report: dict[str, Any] = {"written": written}
     if "cache_pack" in tools:
-        packer = tools["cache_pack"]
-        args = dict.fromkeys(_required_text_fields(packer.input_schema), "fix the invoice rounding test")
+        args = {"scope": CACHE_SCOPE, "token_budget": 200, "query": "why does the invoice test fail?"}
         result = await _call(tools, "cache_pack", args, timings["cache_pack"])
         if not result.success:
             say.fail("cache_pack", result)
         else:
             out = result.output
-            text = out.get("text") or out.get("context") or out.get("packed") or json.dumps(out)[:300]
-            say.say(f"  cache_pack -> {_short(str(text), 150)}")
+            say.say(f"  cache_pack (budget 200 tokens) -> {out['token_count']} tokens "
+                    f"(the notes in full: {out['full_tokens']}):")
+            for section in PACK_SECTIONS:
+                value = out.get(section)
+                for line in [value] if isinstance(value, str) else value or []:
+                    say.say(f"    {section:<9} {_short(line, 100)}")
             report["pack"] = out
     say.report["cache"] = report
 
@@ -322,7 +333,7 @@ async def _run(root: Path, identity: str, extra_config: dict[str, Any], say: Nar
         await _search(tools, say, timings["memory_search"])
         if {"plan_store", "plan_lookup"} <= tools.keys():
             await _plans(tools, say, timings)
-        if "cache_write" in tools:
+        if {"cache_write", "cache_pack"} <= tools.keys():
             await _cache(tools, say, timings)
 
         listed = await _call(tools, "memory_list", {"limit": 100}, timings["memory_list"])
@@ -335,7 +346,8 @@ async def _run(root: Path, identity: str, extra_config: dict[str, Any], say: Nar
         report = _timings_report(mount_s, timings)
         say.report["timings"] = report
         say.report["events"] = dict(sorted(seen.items()))
-        say.say("\nTimings (first call is cold: it loads the embedding model and opens the store)")
+        say.say("\nTimings (the very first call loads the embedding model and opens the store; "
+                "each feature's first call opens its collection)")
         say.say(f"  mount                {report['mount_ms']:>8} ms")
         for name, entry in report.items():
             if isinstance(entry, dict):
