@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import ModelMismatchError, StoreInUseError
+from .identity import validate_identity
 
 if TYPE_CHECKING:
     import qdrant_edge
@@ -277,7 +278,8 @@ _registry_lock = threading.Lock()
 
 def acquire_store(root: Path, identity: str, model_id: str, dim: int) -> IdentityStore:
     """The process's shared handle of ``root/identity``, opened on first acquire."""
-    path = (root / identity).resolve()
+    # The identity becomes a folder name: refuse (never normalise) anything that could leave the root.
+    path = (root / validate_identity(identity)).resolve()
     with _registry_lock:
         entry = _registry.get(path)
         if entry is None:
@@ -314,4 +316,4 @@ def open_store_count() -> int:
 
 def remove_store_files(root: Path, identity: str) -> None:
     """Delete an identity's store folder (used by tests and ``agent-memory`` maintenance)."""
-    shutil.rmtree(root / identity, ignore_errors=True)
+    shutil.rmtree(root / validate_identity(identity), ignore_errors=True)
