@@ -21,7 +21,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +54,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
-async def run_sample(sample: dict[str, Any], root: Path, max_k: int) -> tuple[list[tuple[int, dict[int, float]]], list[float]]:
+async def run_sample(
+    sample: dict[str, Any], root: Path, max_k: int
+) -> tuple[list[tuple[int, dict[int, float]]], list[float]]:
     """Store one conversation under its own identity, ask its questions; per-question recall by k."""
     from amplifier_core.testing import MockCoordinator
 

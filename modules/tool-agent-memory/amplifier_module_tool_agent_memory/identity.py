@@ -77,7 +77,8 @@ def _capability_identity(coordinator: Any) -> object | None:
     if getter is None:
         return None
     try:
-        return getter(CAPABILITY)
+        value: object | None = getter(CAPABILITY)
+        return value
     except Exception:  # a coordinator without capabilities is not an error here
         return None
 

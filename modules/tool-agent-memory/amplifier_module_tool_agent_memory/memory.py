@@ -7,9 +7,8 @@ adapters run it off the event loop.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import re
-import time
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from .config import MemorySearchConfig
 from .embeddings import Embedder
 from .errors import InvalidInput, NotFound
 from .models import MemoryListInput, MemoryRecord, MemorySearchInput, MemoryStoreInput
-from .ranking import RetrievalParams, hybrid_search
+from .ranking import CTX, MEMORY_VECTORS, RetrievalParams, context_text, hybrid_search
 from .redaction import redact_fields
 from .storage import DENSE, Collection, CollectionSpec, IndexSpec, iso, utc_now
 
@@ -31,6 +30,7 @@ MEMORIES = CollectionSpec(
     "memories",
     (
         IndexSpec("content", "text"),
+        IndexSpec("ctx_text", "text"),
         IndexSpec("kind", "keyword"),
         IndexSpec("tags", "keyword"),
         IndexSpec("files", "keyword"),
@@ -39,11 +39,10 @@ MEMORIES = CollectionSpec(
         IndexSpec("thread", "keyword"),
         IndexSpec("seq", "integer"),
     ),
+    vectors=MEMORY_VECTORS,
 )
 
 _WS = re.compile(r"\s+")
-# seq orders memories written by one process; nanoseconds keep it unique across restarts.
-_seq_counter = itertools.count(time.time_ns())
 
 
 def normalise_content(text: str) -> str:
@@ -86,7 +85,7 @@ class StoreOutcome:
         if self.near_duplicate:
             out["near_duplicate"] = True
             out["similarity"] = round(self.similarity or 0.0, 4)
-            out["note"] = "a near-identical memory of the same kind existed: its updated_at and importance were refreshed"
+            out["note"] = "a near-identical memory of this kind existed: its updated_at and importance were refreshed"
         if self.redacted:
             out["redacted"] = self.redacted
         return out
@@ -102,14 +101,43 @@ class MemoryService:
         config: MemorySearchConfig,
         thread: str,
         clock: Callable[[], datetime] = utc_now,
-        params: RetrievalParams = RetrievalParams(),
+        params: RetrievalParams | None = None,
     ) -> None:
         self.coll = coll
         self.embedder = embedder
         self.config = config
         self.thread = thread
         self.clock = clock
-        self.params = params
+        self.params = params or RetrievalParams()
+        # (seq, content) of this thread's last memory: the next one's context window.
+        self._tail: tuple[int, str] | None = None
+        self._tail_loaded = False
+        self._tail_lock = threading.Lock()
+
+    def _thread_tail(self) -> tuple[int, str] | None:
+        """This thread's last memory, read from the store once (a reopened session continues its thread)."""
+        import qdrant_edge as qe
+
+        if not self._tail_loaded:
+            flt = qe.Filter(must=[qe.FieldCondition("thread", match=qe.MatchValue(self.thread))])
+            records, _ = self.coll.scroll(
+                qe.ScrollRequest(
+                    limit=1,
+                    filter=flt,
+                    with_payload=["seq", "content"],
+                    order_by=qe.OrderBy("seq", direction=qe.Direction.Desc),
+                )
+            )
+            if records:
+                payload = dict(records[0].payload or {})
+                self._tail = (int(payload["seq"]), str(payload["content"]))
+            self._tail_loaded = True
+        return self._tail
+
+    def _vectors(self, content: str, ctx: str) -> dict[str, list[float]]:
+        texts = [content] if ctx == content else [content, ctx]
+        vectors = self.embedder.embed_documents(texts)
+        return {DENSE: vectors[0], CTX: vectors[-1]}
 
     def _find_by_hash(self, digest: str) -> str | None:
         import qdrant_edge as qe
@@ -137,12 +165,30 @@ class MemoryService:
         tags = list(dict.fromkeys(fields["tags"]))
         files = list(dict.fromkeys(fields["files"]))
         digest = content_hash(content)
-        vec = self.embedder.embed_documents([content])[0]
         with self.coll.lock:
             existing = self._find_by_hash(digest)
             if existing is not None:
                 return StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
-            near = self._nearest_same_kind(vec, inp.kind)
+        with self._tail_lock:
+            return self._store_new(inp, content, tags, files, digest, report)
+
+    def _store_new(
+        self,
+        inp: MemoryStoreInput,
+        content: str,
+        tags: list[str],
+        files: list[str],
+        digest: str,
+        report: dict[str, list[str]],
+    ) -> StoreOutcome:
+        tail = self._thread_tail()
+        vectors = self._vectors(content, context_text(content, tail[1] if tail else None))
+        with self.coll.lock:
+            # Checked again under the lock: another session may have stored it meanwhile.
+            existing = self._find_by_hash(digest)
+            if existing is not None:
+                return StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
+            near = self._nearest_same_kind(vectors[DENSE], inp.kind)
             now = iso(self.clock())
             if near is not None and near[1] >= self.config.near_duplicate_threshold:
                 near_id, similarity, payload = near
@@ -152,8 +198,10 @@ class MemoryService:
                     near_id, created=False, near_duplicate=True, similarity=similarity, redacted=report or None
                 )
             memory_id = str(uuid.uuid4())
+            seq = tail[0] + 1 if tail else 0
             payload = {
                 "content": content,
+                "ctx_text": context_text(content, tail[1] if tail else None),
                 "content_hash": digest,
                 "kind": inp.kind,
                 "tags": tags,
@@ -162,9 +210,10 @@ class MemoryService:
                 "created_at": now,
                 "updated_at": now,
                 "thread": self.thread,
-                "seq": next(_seq_counter),
+                "seq": seq,
             }
-            self.coll.upsert([(memory_id, vec, payload)])
+            self.coll.upsert([(memory_id, vectors, payload)])
+            self._tail = (seq, content)
         return StoreOutcome(memory_id, created=True, redacted=report or None)
 
     def _filter(self, inp: MemorySearchInput) -> qdrant_edge.Filter | None:
@@ -214,10 +263,38 @@ class MemoryService:
         return view
 
     def forget(self, memory_id: str) -> dict[str, Any]:
-        """Delete one memory; return what was deleted."""
+        """Delete one memory; return what was deleted.
+
+        The next memory of its thread carries the deleted text in its context window, so
+        that window is rebuilt without it: a forgotten memory leaves no trace in search.
+        """
+        import qdrant_edge as qe
+
         with self.coll.lock:
-            deleted = self.get(memory_id)
+            records = self.coll.retrieve([memory_id])
+            if not records:
+                raise NotFound(f"no memory with id {memory_id} for this identity")
+            payload = dict(records[0].payload or {})
+            deleted = self._full(memory_id, payload)
             self.coll.delete([memory_id])
+            thread, seq = payload.get("thread"), payload.get("seq")
+            if thread is None or not isinstance(seq, int):
+                return deleted
+            flt = qe.Filter(
+                must=[
+                    qe.FieldCondition("thread", match=qe.MatchValue(thread)),
+                    qe.FieldCondition("seq", match=qe.MatchValue(seq + 1)),
+                ]
+            )
+            successors, _ = self.coll.scroll(qe.ScrollRequest(limit=1, filter=flt, with_payload=True))
+            for record in successors:
+                after = dict(record.payload or {})
+                content = str(after.get("content", ""))
+                vector = self.embedder.embed_documents([content])[0]
+                self.coll.update_vector(str(record.id), CTX, vector)
+                self.coll.set_payload(str(record.id), {"ctx_text": content})
+            if self._tail is not None and self._tail[0] == seq and thread == self.thread:
+                self._tail = (seq, "")
         return deleted
 
     def list(self, inp: MemoryListInput) -> dict[str, Any]:
@@ -282,28 +359,40 @@ class MemoryService:
     def import_records(self, records: Sequence[MemoryRecord], batch: int = 256) -> dict[str, int]:
         """Write validated records, embedding in batches. Idempotent on id; secrets redacted."""
         written = 0
+        thread = f"import-{uuid.uuid4()}"
+        prev: str | None = None
         for start in range(0, len(records), batch):
             chunk = records[start : start + batch]
             payloads = []
-            for rec in chunk:
+            for offset, rec in enumerate(chunk):
                 fields, _ = redact_fields({"content": rec.content, "tags": rec.tags, "files": rec.files})
                 created = iso(rec.created_at)
+                content = str(fields["content"])
                 payloads.append(
                     {
-                        "content": str(fields["content"]),
-                        "content_hash": content_hash(str(fields["content"])),
+                        "content": content,
+                        "ctx_text": context_text(content, prev),
+                        "content_hash": content_hash(content),
                         "kind": rec.kind,
                         "tags": list(fields["tags"]),
                         "importance": rec.importance,
                         "files": list(fields["files"]),
                         "created_at": created,
                         "updated_at": iso(rec.updated_at) if rec.updated_at else created,
-                        "thread": self.thread,
-                        "seq": next(_seq_counter),
+                        "thread": thread,
+                        "seq": start + offset,
                     }
                 )
-            vectors = self.embedder.embed_documents([p["content"] for p in payloads])
-            self.coll.upsert([(rec.id, vec, p) for rec, vec, p in zip(chunk, vectors, payloads, strict=True)])
+                prev = content
+            texts = [str(p["content"]) for p in payloads] + [str(p["ctx_text"]) for p in payloads]
+            vectors = self.embedder.embed_documents(texts)
+            n = len(payloads)
+            self.coll.upsert(
+                [
+                    (rec.id, {DENSE: vectors[i], CTX: vectors[n + i]}, p)
+                    for i, (rec, p) in enumerate(zip(chunk, payloads, strict=True))
+                ]
+            )
             written += len(chunk)
         return {"imported": written}
 

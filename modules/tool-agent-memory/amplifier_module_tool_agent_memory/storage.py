@@ -54,10 +54,11 @@ class IndexSpec:
 
 @dataclass(frozen=True)
 class CollectionSpec:
-    """A collection's name (its folder) and the payload indexes every filtered field needs."""
+    """A collection's name (its folder), its named dense vectors and the payload indexes every filtered field needs."""
 
     name: str
     indexes: tuple[IndexSpec, ...] = ()
+    vectors: tuple[str, ...] = (DENSE,)
 
 
 def utc_now() -> datetime:
@@ -98,12 +99,16 @@ class Collection:
         self.shard = shard
         self.lock = threading.RLock()
 
-    def upsert(self, points: Sequence[tuple[str, Sequence[float], dict[str, Any]]]) -> None:
+    def upsert(self, points: Sequence[tuple[str, Sequence[float] | dict[str, list[float]], dict[str, Any]]]) -> None:
+        """Insert or replace points; a plain vector is the ``dense`` one, a dict names each vector."""
         import qdrant_edge as qe
 
         if not points:
             return
-        batch = [qe.Point(pid, {DENSE: list(vec)}, payload) for pid, vec, payload in points]
+        batch = [
+            qe.Point(pid, dict(vec) if isinstance(vec, dict) else {DENSE: list(vec)}, payload)
+            for pid, vec, payload in points
+        ]
         with self.lock:
             self.shard.update(qe.UpdateOperation.upsert_points(batch))
 
@@ -112,6 +117,13 @@ class Collection:
 
         with self.lock:
             self.shard.update(qe.UpdateOperation.set_payload([point_id], payload))
+
+    def update_vector(self, point_id: str, name: str, vector: Sequence[float]) -> None:
+        """Replace one named vector of one point."""
+        import qdrant_edge as qe
+
+        with self.lock:
+            self.shard.update(qe.UpdateOperation.update_vectors([qe.PointVectors(point_id, {name: list(vector)})]))
 
     def delete(self, point_ids: Sequence[str]) -> None:
         import qdrant_edge as qe
@@ -155,7 +167,9 @@ class Collection:
 def _open_shard(path: Path, spec: CollectionSpec, dim: int) -> qdrant_edge.EdgeShard:
     import qdrant_edge as qe
 
-    config = qe.EdgeConfig(vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)})
+    config = qe.EdgeConfig(
+        vectors={name: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine) for name in spec.vectors}
+    )
     try:
         if (path / "edge_config.json").exists():
             shard = qe.EdgeShard.load(str(path))
