@@ -84,6 +84,13 @@ async def _call_every_tool(tools: dict[str, Any]) -> dict[str, ToolResult]:
         await call("plan_store", {"prompt": "Deploy the API to staging", "actions": actions})
         await call("plan_lookup", {"prompt": "Deploy the API to staging"})
         await call("plan_reward", {"prompt": "Deploy the API to staging", "success": True})
+    if "cache_write" in tools:
+        written = await call("cache_write", {"kind": "fact", "content": "The API listens on port 8080"})
+        block_id = written.output["block_id"] if written.success else "00000000-0000-0000-0000-000000000000"
+        await call("cache_search", {"query": "which port does the API use?"})
+        await call("cache_get", {"block_id": block_id})
+        await call("cache_pack", {"token_budget": 200})
+        await call("cache_compact", {})
     return results
 
 
