@@ -4,7 +4,8 @@ Listens to the kernel events an orchestrator emits for every turn:
 
 * ``prompt:submit`` ``{prompt}`` starts a turn;
 * ``tool:pre`` ``{tool_name, tool_input}`` records a call, ``tool:post``
-  ``{tool_name, tool_input, result}`` its outcome (``result`` is a ToolResult or its dump),
+  ``{tool_name, tool_input, result}`` its outcome (see :func:`_result_dict` for what
+  ``result`` looks like by the time a handler sees it),
   ``tool:error`` ``{tool_name, error}`` a call that raised or named no tool;
 * ``orchestrator:complete`` ``{status}`` ends the turn.
 
@@ -29,6 +30,7 @@ which is exact for the orchestrators' parallel groups too.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import logging
@@ -51,6 +53,7 @@ READ_ONLY_VERBS = frozenset(
 )
 """A tool whose name starts or ends with one of these words only reads (read_file, code_search,
 web_fetch, list_dir, git_status): replaying it changes nothing, so it is left out of plans."""
+_MAX_PARSED = 1_000_000  # a plan_lookup answer is at most ~64 KB of actions plus a few fields
 PRIORITY = 900  # observe after hooks that may rewrite or deny a call
 _NAME_SPLIT = re.compile(r"[^a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -101,13 +104,36 @@ def _key(tool: str, args: Any) -> str:
         return tool + "\x00" + repr(args)
 
 
+def _parse_text(text: str) -> Any:
+    """JSON, or the Python repr of a dict (what ``str(ToolResult)`` gives for a dict output)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    if text.startswith("{") and len(text) <= _MAX_PARSED:
+        try:
+            return ast.literal_eval(text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
+    return None
+
+
 def _result_dict(result: Any) -> dict[str, Any]:
-    """A ToolResult, its dump, or anything else, as a dict with ``success`` and ``output``."""
+    """``tool:post``'s ``result`` as a dict with ``success`` and ``output``.
+
+    amplifier-core 2.0.2's hook registry turns a value it cannot serialise into ``str(value)``,
+    and loop-basic passes the ToolResult itself: handlers then see ``str(ToolResult)``, which is
+    ``"Error: <message>"`` (or ``"Failed"``) for a failure and the output's text for a success.
+    A dump (dict) or a ToolResult object is read as such.
+    """
     if hasattr(result, "model_dump"):
         dumped = result.model_dump()
         return dumped if isinstance(dumped, dict) else {}
     if isinstance(result, dict):
         return result
+    if isinstance(result, str):
+        failed = result.startswith("Error:") or result == "Failed"
+        return {"success": not failed, "output": None if failed else _parse_text(result)}
     return {}
 
 
@@ -118,10 +144,7 @@ def _succeeded(result: Any) -> bool:
 def _output(result: Any) -> dict[str, Any]:
     out = _result_dict(result).get("output")
     if isinstance(out, str):
-        try:
-            out = json.loads(out)
-        except ValueError:
-            return {}
+        out = _parse_text(out)
     return out if isinstance(out, dict) else {}
 
 
