@@ -170,18 +170,33 @@ class OpenAIEmbedder:
             api_key=api_key or "not-needed", base_url=config.base_url, timeout=config.timeout_s, max_retries=2
         )
         self.model_id = f"openai:{self._model_name}"
+        # Only text-embedding-3 models can shorten their vectors; other servers reject the parameter.
+        self._request_dims = config.dimensions if self._model_name.startswith("text-embedding-3") else None
+        self.dim = 0
         self.dim = config.dimensions or _OPENAI_DIMS.get(self._model_name) or len(self.embed_query("probe"))
 
     def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
         out: list[Vector] = []
         for start in range(0, len(texts), self._batch_size):
             batch = list(texts[start : start + self._batch_size])
+            extra: dict[str, Any] = {"dimensions": self._request_dims} if self._request_dims else {}
             try:
-                response = self._client.embeddings.create(model=self._model_name, input=batch)
+                response = self._client.embeddings.create(model=self._model_name, input=batch, **extra)
             except Exception as exc:
                 raise EmbeddingError(f"embedding request to {self._model_name!r} failed: {exc}") from exc
             ordered = sorted(response.data, key=lambda item: item.index)
-            out.extend(_normalise(item.embedding) for item in ordered)
+            if len(ordered) != len(batch):
+                raise EmbeddingError(
+                    f"{self._model_name!r} returned {len(ordered)} embeddings for {len(batch)} texts"
+                )
+            for item in ordered:
+                # A wrong size would otherwise surface later as an opaque storage error.
+                if self.dim and len(item.embedding) != self.dim:
+                    raise EmbeddingError(
+                        f"{self._model_name!r} returned {len(item.embedding)}-dimensional vectors, but "
+                        f"{self.dim} were expected: set embeddings.dimensions to the model's real size"
+                    )
+                out.append(_normalise(item.embedding))
         return out
 
     def embed_query(self, text: str) -> Vector:
