@@ -1,0 +1,34 @@
+"""Every cache tool emits its event; closing and evicting blocks emit theirs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from amplifier_module_tool_agent_memory.events import CACHE_EVENTS
+from memory_helpers import DISTINCT_FACTS, output_of
+
+
+async def test_cache_tools_emit_written_closed_evicted_and_packed_events(mount_tools: Callable[..., Any]) -> None:
+    tools, coordinator = await mount_tools(cache={"max_closed_blocks": 1})
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    async def record(event: str, data: dict[str, Any]) -> Any:
+        from amplifier_core import HookResult
+
+        seen.append((event, data))
+        return HookResult(action="continue")
+
+    for event in CACHE_EVENTS:
+        coordinator.hooks.register(event, record, name=f"test-{event}")
+    for fact in DISTINCT_FACTS[:2]:
+        output_of(await tools["cache_write"].execute({"kind": "fact", "content": fact}))
+        output_of(await tools["cache_compact"].execute({}))
+    output_of(await tools["cache_pack"].execute({}))
+    names = [name for name, _ in seen]
+    assert names.count("cache:written") == 2
+    assert names.count("cache:block_closed") == 2
+    assert names.count("cache:evicted") == 1
+    assert names.count("cache:packed") == 1
+    packed = dict(seen)["cache:packed"]
+    assert packed["identity"] == "alice" and "latency_ms" in packed and packed["token_count"] > 0
