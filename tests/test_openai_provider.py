@@ -19,6 +19,7 @@ from amplifier_module_tool_agent_memory.embeddings import LOCAL_MODEL_ID, Cached
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
 SERVED_MODEL = "all-MiniLM-L6-v2"
+SHORTENABLE_MODEL = "text-embedding-3-small"  # served by the same local model, but accepts `dimensions`
 
 
 class EmbeddingServer(ThreadingHTTPServer):
@@ -63,16 +64,19 @@ class _Handler(BaseHTTPRequestHandler):
             return
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.requests.append(body)
-        if body.get("model") != SERVED_MODEL:
-            self._error(404, f"The model {body.get('model')!r} does not exist")
+        model = body.get("model")
+        if model not in (SERVED_MODEL, SHORTENABLE_MODEL):
+            self._error(404, f"The model {model!r} does not exist")
             return
-        if "dimensions" in body:
+        if "dimensions" in body and model != SHORTENABLE_MODEL:
             self._error(400, "This model does not support specifying dimensions.")
             return
         texts = [body["input"]] if isinstance(body["input"], str) else list(body["input"])
         vectors = self.server.embedder.embed_documents(texts)
-        if self.server.truncate_to:
-            vectors = [v[: self.server.truncate_to] for v in vectors]
+        # Like OpenAI's text-embedding-3 models: `dimensions` keeps the leading components.
+        cut = body.get("dimensions") or self.server.truncate_to
+        if cut:
+            vectors = [v[:cut] for v in vectors]
         data = [
             {"object": "embedding", "index": i, "embedding": _encode(vec, body.get("encoding_format", "float"))}
             for i, vec in enumerate(vectors)
@@ -83,7 +87,7 @@ class _Handler(BaseHTTPRequestHandler):
             {
                 "object": "list",
                 "data": data,
-                "model": SERVED_MODEL,
+                "model": model,
                 "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
             },
         )
@@ -248,3 +252,25 @@ async def test_a_wrong_api_key_is_an_embedding_error(mount_tools: Callable[..., 
     error = error_of(await tools["memory_store"].execute({"content": "hello"}))
     assert error["type"] == "embedding_error"
     assert "Incorrect API key" in error["message"]
+
+
+async def test_a_shortened_text_embedding_3_model_asks_the_server_for_that_size(
+    make_runtime: Callable[..., AgentMemory], server: EmbeddingServer, root: Path
+) -> None:
+    config = openai_config(server, model=SHORTENABLE_MODEL, dimensions=128)
+    tools = runtime_tools(make_runtime(embeddings=config))
+    stored = output_of(await tools["memory_store"].execute({"content": "The billing service stores invoices"}))
+    found = output_of(await tools["memory_search"].execute({"query": "where are invoices stored?"}))
+    assert found["results"][0]["id"] == stored["id"]
+    assert {r.get("dimensions") for r in server.requests} == {128}
+    meta = json.loads((root / "alice" / "store.json").read_text())
+    assert (meta["model_id"], meta["dim"]) == ("openai:text-embedding-3-small", 128)
+
+
+async def test_dimensions_are_not_sent_to_models_that_cannot_shorten(
+    mount_tools: Callable[..., Any], server: EmbeddingServer
+) -> None:
+    tools, _ = await mount_tools(embeddings=openai_config(server))
+    output_of(await tools["memory_store"].execute({"content": "hello"}))
+    assert server.requests
+    assert all("dimensions" not in r for r in server.requests)
