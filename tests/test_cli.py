@@ -19,6 +19,7 @@ from amplifier_module_tool_agent_memory.cli import main
 from amplifier_module_tool_agent_memory.config import parse_config
 from amplifier_module_tool_agent_memory.embeddings import CachedEmbedder
 from amplifier_module_tool_agent_memory.identity import IDENTITY_ENV, ResolvedIdentity
+from amplifier_module_tool_agent_memory.models import MemoryStoreInput
 from amplifier_module_tool_agent_memory.plan_models import PlanStoreInput
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 from amplifier_module_tool_agent_memory.storage import LOCK_FILE, STORE_META, open_store_count, utc_now
@@ -48,15 +49,18 @@ def run_json(cli: Run, *argv: str, identity: str | None = "alice") -> Any:
 
 
 @pytest.fixture
-def sample(cli: Run) -> list[str]:
-    """Three memories stored for alice; their ids, oldest first."""
-    ids = []
-    for content, kind in (
-        ("We chose PostgreSQL for the billing service", "decision"),
-        ("The user prefers tabs over spaces in Go code", "preference"),
-        ("The nightly backup runs at 02:00 UTC", "fact"),
-    ):
-        ids.append(run_json(cli, "store", content, "--kind", kind, "--tag", "sample")["id"])
+def sample(make_runtime: Callable[..., AgentMemory]) -> list[str]:
+    """Three memories stored for alice (through the service, in one store opening); their ids, oldest first."""
+    rt = make_runtime("alice")
+    ids = [
+        rt.memory().store(MemoryStoreInput(content=content, kind=kind, tags=["sample"])).id
+        for content, kind in (
+            ("We chose PostgreSQL for the billing service", "decision"),
+            ("The user prefers tabs over spaces in Go code", "preference"),
+            ("The nightly backup runs at 02:00 UTC", "fact"),
+        )
+    ]
+    rt.close()
     return ids
 
 
