@@ -365,11 +365,8 @@ class CacheService:
         return st
 
     def _put_block(self, block: CacheBlock, vec: Sequence[float] | None = None) -> None:
-        import qdrant_edge as qe
-
         vectors: dict[str, Any] = {DENSE: list(vec)} if vec is not None else {}
-        with self.coll.lock:
-            self.coll.shard.update(qe.UpdateOperation.upsert_points([qe.Point(block.id, vectors, block.payload())]))
+        self.coll.upsert([(block.id, vectors, block.payload())])
 
     def _open_block(self, st: ScopeState, now: datetime) -> CacheBlock:
         seq = max([0, *(b.seq for b in st.blocks.values())]) + 1
@@ -601,7 +598,7 @@ class CacheService:
                 st.changed(item.id)
                 self.coll.set_payload(item.id, item.payload())
                 if item.ttl_expires_at is None:
-                    self.coll.shard.update(_delete_payload(item.id, ["ttl_expires_at"]))
+                    self.coll.delete_payload(item.id, ["ttl_expires_at"])
                 self._record_version(st)
                 block = st.blocks[item.block_id]
                 out = self._write_result(st, block, item, now, merged=True)
@@ -938,12 +935,6 @@ class CacheService:
             lines.append(gist)
             used += extra
         return "\n".join(lines)
-
-
-def _delete_payload(point_id: str, keys: list[str]) -> Any:
-    import qdrant_edge as qe
-
-    return qe.UpdateOperation.delete_payload([point_id], keys)
 
 
 def _finish(output: dict[str, Any]) -> dict[str, Any]:

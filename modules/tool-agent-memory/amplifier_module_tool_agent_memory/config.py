@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from .errors import ConfigError
 from .validation import describe_validation_error
@@ -92,6 +92,52 @@ class PlanConfig(_Strict):
     )
 
 
+_PREFIX_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
+
+
+class StorageConfig(_Strict):
+    """Where the stores live: embedded Qdrant Edge folders, or a Qdrant server shared by processes."""
+
+    backend: Literal["edge", "server"] = Field(
+        "edge",
+        description="edge: one embedded store per identity under storage_root, private to one process. "
+        "server: a Qdrant server or cluster at url, shared by every process of an identity.",
+    )
+    url: str | None = Field(
+        None,
+        validate_default=True,
+        description="Qdrant server URL, e.g. http://localhost:6333 (required when backend is server).",
+    )
+    api_key: str | None = Field(
+        None, description="Qdrant API key; defaults to the QDRANT_API_KEY environment variable."
+    )
+    collection_prefix: str = Field(
+        "agent_memory",
+        pattern=_PREFIX_PATTERN,
+        description="Server collections are named {prefix}__{identity}__{collection}; letters, digits, '-' and "
+        "single '_' (no '__'), at most 64 characters.",
+    )
+    timeout_s: float = Field(10.0, gt=0, le=600, description="Server request timeout.")
+
+    @field_validator("collection_prefix")
+    @classmethod
+    def _no_separator(cls, value: str) -> str:
+        # '__' separates prefix, identity and collection in server collection names.
+        if "__" in value:
+            raise ValueError("must not contain '__'")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _server_needs_url(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if info.data.get("backend") == "server":
+            if not value:
+                raise ValueError("is required when backend is 'server' (e.g. http://localhost:6333)")
+            if not value.startswith(("http://", "https://")):
+                raise ValueError("must start with http:// or https://")
+        return value
+
+
 class MemoryConfig(_Strict):
     """Everything the module can be told. Every field has a default."""
 
@@ -106,6 +152,7 @@ class MemoryConfig(_Strict):
     memory: MemorySearchConfig = MemorySearchConfig()
     cache: CacheConfig = CacheConfig()
     plans: PlanConfig = PlanConfig()
+    storage: StorageConfig = StorageConfig()
 
     def resolved_root(self) -> Path:
         """The storage root: config, then ``AMPLIFIER_MEMORY_ROOT``, then ``~/.amplifier/memory``."""

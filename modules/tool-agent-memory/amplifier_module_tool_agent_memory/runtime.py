@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .embeddings import CachedEmbedder
     from .memory import MemoryService
     from .plans import PlanService
+    from .server_storage import ServerStore
 
 logger = logging.getLogger("amplifier_module_tool_agent_memory")
 
@@ -47,7 +48,7 @@ class AgentMemory:
         self.coordinator = coordinator
         self.session_id = session_id
         self.clock = clock
-        self._store: IdentityStore | None = None
+        self._store: IdentityStore | ServerStore | None = None
         self._services: dict[str, Any] = {}
         self._lock = threading.RLock()
         self._closed = False
@@ -85,16 +86,23 @@ class AgentMemory:
 
         return get_embedder(self.config.embeddings)
 
-    def store(self) -> IdentityStore:
-        """This identity's store, opened on first use and shared within the process."""
+    def store(self) -> IdentityStore | ServerStore:
+        """This identity's store (embedded, or on a Qdrant server: ``storage.backend``), shared in the process."""
         identity = self.check_ready()
         with self._lock:
             if self._store is None:
                 embedder = self.embedder()
                 started = time.perf_counter()
-                self._store = acquire_store(
-                    self.config.resolved_root(), identity.name, embedder.model_id, embedder.dim
-                )
+                if self.config.storage.backend == "server":
+                    from .server_storage import acquire_server_store
+
+                    self._store = acquire_server_store(
+                        self.config.storage, identity.name, embedder.model_id, embedder.dim
+                    )
+                else:
+                    self._store = acquire_store(
+                        self.config.resolved_root(), identity.name, embedder.model_id, embedder.dim
+                    )
                 logger.info(
                     "memory store opened",
                     extra={
@@ -164,6 +172,10 @@ class AgentMemory:
         with self._lock:
             self._closed = True
             self._services.clear()
-            if self._store is not None:
+            if isinstance(self._store, IdentityStore):
                 release_store(self._store)
-                self._store = None
+            elif self._store is not None:
+                from .server_storage import release_server_store
+
+                release_server_store(self._store)
+            self._store = None

@@ -118,6 +118,13 @@ class Collection:
         with self.lock:
             self.shard.update(qe.UpdateOperation.set_payload([point_id], payload))
 
+    def delete_payload(self, point_id: str, keys: Sequence[str]) -> None:
+        """Remove payload keys of one point."""
+        import qdrant_edge as qe
+
+        with self.lock:
+            self.shard.update(qe.UpdateOperation.delete_payload([point_id], list(keys)))
+
     def update_vector(self, point_id: str, name: str, vector: Sequence[float]) -> None:
         """Replace one named vector of one point."""
         import qdrant_edge as qe
@@ -190,7 +197,8 @@ def _in_use_message(path: Path) -> str:
     return (
         f"the memory store {path} is in use by another process. An embedded store is private to "
         "one process; to share one identity's memory between processes, run a Qdrant server "
-        "and point every process at it, or give each process its own agent_identity"
+        "and point every process at it (config `storage: {backend: server, url: http://localhost:6333}`), "
+        "or give each process its own agent_identity"
     )
 
 
