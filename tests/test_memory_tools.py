@@ -8,8 +8,9 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from amplifier_module_tool_agent_memory.runtime import AgentMemory
 from memory_helpers import DISTINCT_FACTS, T0, ManualClock, error_of, output_of, runtime_tools
+
+from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
 MEMORY_TOOLS = {"memory_store", "memory_search", "memory_get", "memory_forget", "memory_list"}
 
@@ -304,3 +305,17 @@ async def test_tools_emit_their_events_with_identity_and_counts(mount_tools: Cal
     assert events["memory:stored"]["count"] == 1
     assert events["memory:searched"]["count"] == 1
     assert events["memory:searched"]["latency_ms"] >= 0
+
+
+async def test_timestamps_are_iso_8601_even_for_early_years(make_runtime: Callable[..., AgentMemory]) -> None:
+    from datetime import datetime
+
+    from amplifier_module_tool_agent_memory.models import MemoryRecord
+
+    rt = make_runtime()
+    old = MemoryRecord(id=str(uuid.uuid4()), content="The abbey was founded", created_at="0999-03-01T12:00:00Z")
+    rt.memory().import_records([old])
+    listed = output_of(await runtime_tools(rt)["memory_list"].execute({"before": "1000-01-01"}))["memories"]
+    assert listed[0]["created_at"] == "0999-03-01T12:00:00.000000Z"
+    assert datetime.fromisoformat(listed[0]["created_at"]) == old.created_at
+    assert [r.created_at for r in rt.memory().export()] == [old.created_at]

@@ -41,6 +41,8 @@ BAD_INPUT: list[tuple[str, Any, list[str]]] = [
     ("memory_search", {"query": "db", "since": "last week"}, ["'since'", "ISO-8601"]),
     ("memory_search", {"query": "db", "until": "2026-13-45"}, ["'until'", "ISO-8601"]),
     ("memory_search", {"query": "db", "since": 1700000000}, ["'since'", "ISO-8601"]),
+    ("memory_search", {"query": "db", "since": "0001-01-01T00:00:00+14:00"}, ["'since'", "out of the supported"]),
+    ("memory_list", {"before": "9999-12-31T23:00:00-05:00"}, ["'before'", "out of the supported date range"]),
     (
         "memory_search",
         {"query": "db", "since": "2026-03-01", "until": "2026-02-01"},

@@ -36,7 +36,10 @@ def parse_timestamp(value: object) -> datetime:
             ) from exc
     else:
         raise ValueError("must be an ISO-8601 string")
-    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+    try:
+        return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+    except OverflowError as exc:  # e.g. 0001-01-01T00:00:00+14:00 is before year 1 in UTC
+        raise ValueError(f"is out of the supported date range (years 1-9999 in UTC), got {value!r}") from exc
 
 
 class _Input(BaseModel):

@@ -68,7 +68,8 @@ def utc_now() -> datetime:
 
 def iso(ts: datetime) -> str:
     """RFC 3339 UTC with a ``Z``: what Qdrant's datetime index parses."""
-    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # Not strftime: its %Y drops the leading zeros of years before 1000 on glibc, which no parser accepts.
+    return ts.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def _index_schema(spec: IndexSpec) -> Any:
