@@ -6,11 +6,12 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from memory_helpers import ManualClock
+
 from amplifier_module_tool_agent_memory.cache import CacheService
 from amplifier_module_tool_agent_memory.cache_models import CachePackInput, CacheSearchInput, CacheWriteInput
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 from amplifier_module_tool_agent_memory.tokens import count_tokens
-from memory_helpers import ManualClock
 
 SECTION_NAMES = ("facts", "decisions", "snippets", "warnings")
 # Tests that are not about dedup switch it off (cosine >= 1.0 only for identical vectors) so that

@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from amplifier_core import AmplifierSession
+from cache_helpers import NO_DEDUP, cache_service, filler, note, pack, search
+from memory_helpers import DISTINCT_FACTS, ManualClock, output_of
 
 import amplifier_module_tool_agent_memory as agent_memory
 from amplifier_module_tool_agent_memory.embeddings import CachedEmbedder
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 from amplifier_module_tool_agent_memory.summarise import SUMMARY_MAX_TOKENS
 from amplifier_module_tool_agent_memory.tokens import count_tokens
-from cache_helpers import NO_DEDUP, cache_service, filler, note, pack, search
-from memory_helpers import DISTINCT_FACTS, ManualClock, output_of
 
 
 def test_block_stays_open_below_the_close_threshold(make_runtime: Callable[..., AgentMemory]) -> None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from amplifier_module_tool_agent_memory.runtime import AgentMemory
 from cache_helpers import cache_service, note, pack, packed_texts
 from memory_helpers import ManualClock
+
+from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
 JWT = "The auth service signs its JWT tokens with RS256."
 JWT_AGAIN = "The auth service signs its JWT tokens with RS256!"

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from amplifier_module_tool_agent_memory.events import CACHE_EVENTS
 from memory_helpers import DISTINCT_FACTS, output_of
+
+from amplifier_module_tool_agent_memory.events import CACHE_EVENTS
 
 
 async def test_cache_tools_emit_written_closed_evicted_and_packed_events(mount_tools: Callable[..., Any]) -> None:

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from memory_helpers import error_of, output_of, runtime_tools
 
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
-from memory_helpers import error_of, output_of, runtime_tools
 
 BAD_INPUTS: list[tuple[str, dict[str, Any], str]] = [
     ("cache_write", {"content": "x"}, "field 'kind' is required"),

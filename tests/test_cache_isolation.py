@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from cache_helpers import cache_service, note, pack, packed_texts, search
+from memory_helpers import DISTINCT_FACTS, ManualClock
 
 from amplifier_module_tool_agent_memory.errors import NotFound
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
-from cache_helpers import cache_service, note, pack, packed_texts, search
-from memory_helpers import DISTINCT_FACTS, ManualClock
 
 
 def test_identities_do_not_see_each_others_items(make_runtime: Callable[..., AgentMemory]) -> None:

@@ -6,12 +6,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from cache_helpers import NO_DEDUP, cache_service, filler, note, pack, packed_texts, rendered_tokens
+from memory_helpers import DISTINCT_FACTS, ManualClock, output_of, runtime_tools
 
 from amplifier_module_tool_agent_memory.errors import InvalidInput
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 from amplifier_module_tool_agent_memory.tokens import count_tokens
-from cache_helpers import NO_DEDUP, cache_service, filler, note, pack, packed_texts, rendered_tokens
-from memory_helpers import DISTINCT_FACTS, ManualClock, output_of, runtime_tools
 
 
 async def test_pack_token_count_is_the_tokens_of_the_tool_result_the_model_reads(
@@ -165,7 +165,7 @@ def test_budget_too_small_for_the_fixed_fields_is_a_clear_error(make_runtime: Ca
     svc = cache_service(make_runtime, ManualClock())
     scope = "task:" + "x" * 95
     note(svc, DISTINCT_FACTS[0], scope=scope)
-    with pytest.raises(InvalidInput, match="token_budget.*use at least"):
+    with pytest.raises(InvalidInput, match=r"token_budget.*use at least"):
         pack(svc, scope=scope, token_budget=50)
 
 

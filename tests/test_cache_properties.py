@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from cache_helpers import cache_service, note, pack, rendered_tokens
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from memory_helpers import DISTINCT_FACTS, ManualClock
 
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 from amplifier_module_tool_agent_memory.tokens import count_tokens
-from cache_helpers import cache_service, note, pack, rendered_tokens
-from memory_helpers import DISTINCT_FACTS, ManualClock
 
 DEFAULT_TTL = 30.0
 _identities = itertools.count()

@@ -8,12 +8,12 @@ from typing import Any
 
 from amplifier_core import AmplifierSession
 from amplifier_core.message_models import ChatRequest, ChatResponse, TextBlock
+from memory_helpers import DISTINCT_FACTS, output_of
 
 import amplifier_module_tool_agent_memory as agent_memory
 from amplifier_module_tool_agent_memory.cache_models import CacheItem
 from amplifier_module_tool_agent_memory.embeddings import CachedEmbedder
 from amplifier_module_tool_agent_memory.summarise import extractive_lines, gist, render_summary
-from memory_helpers import DISTINCT_FACTS, output_of
 
 NOW = datetime(2026, 1, 10, 9, 0, tzinfo=UTC)
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from cache_helpers import NO_DEDUP, cache_service, note, pack, packed_texts, search
+from memory_helpers import DISTINCT_FACTS, ManualClock
 
 from amplifier_module_tool_agent_memory.errors import NotFound
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
-from cache_helpers import NO_DEDUP, cache_service, note, pack, packed_texts, search
-from memory_helpers import DISTINCT_FACTS, ManualClock
 
 
 def test_item_expires_30_minutes_after_its_write_by_default(make_runtime: Callable[..., AgentMemory]) -> None:

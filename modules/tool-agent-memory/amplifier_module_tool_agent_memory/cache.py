@@ -236,6 +236,11 @@ def _priority_key(item: CacheItem) -> tuple[float, float, str]:
     return (-item.importance, -item.updated_at.timestamp(), item.id)
 
 
+def _by_priority(items: Iterable[CacheItem]) -> list[CacheItem]:
+    """Most important first, newest first on ties (the no-query pack order)."""
+    return sorted(items, key=lambda it: (it.importance, it.updated_at, it.id), reverse=True)
+
+
 class _PackBuilder:
     """Fills a pack under a character limit, accounting exactly for the JSON it will render to.
 
@@ -834,7 +839,7 @@ class CacheService:
         self, st: ScopeState, items: list[CacheItem], qvec: Sequence[float] | None, now: datetime
     ) -> list[CacheItem]:
         if qvec is None:
-            return sorted(items, key=_priority_key)
+            return _by_priority(items)
         rows, sims = st.similarities(qvec)
         scored = [
             (
@@ -875,25 +880,28 @@ class CacheService:
             )
         builder = _PackBuilder(skeleton_chars, limit)
         ranked = self._rank(st, candidates, qvec, now)
-        warnings = sorted((it for it in candidates if it.kind == "warning"), key=_priority_key)
+        warnings = _by_priority(it for it in candidates if it.kind == "warning")
         # The most important warning that fits goes in first, so nothing can crowd it out.
         for item in warnings:
             line, line_len, _, _ = st.pack_line(item)
             if builder.try_add(item, line, line_len):
                 break
-        for item in ranked:
-            if item.kind == "warning":
-                line, line_len, _, _ = st.pack_line(item)
-                builder.try_add(item, line, line_len)
+        # Then everything in rank order: a warning only misses the pack if higher-ranked items took
+        # the room, and it may use the room kept for the summary, which other kinds may not.
         summary_cap = chars_for(int(budget * SUMMARY_SHARE))
-        non_warnings = [it for it in ranked if it.kind != "warning"]
-        for item in non_warnings:
+        shortest = min((st.pack_line(it)[1] for it in candidates), default=0) + 2
+        for item in ranked:
+            if limit - builder.used < shortest:
+                break  # full: nothing left can fit
             line, line_len, _, _ = st.pack_line(item)
-            builder.try_add(item, line, line_len, limit=limit - summary_cap)
+            builder.try_add(item, line, line_len, limit=None if item.kind == "warning" else limit - summary_cap)
+        non_warnings = [it for it in ranked if it.kind != "warning"]
         summary = self._rolling_summary(st, candidates, builder, min(summary_cap, limit - builder.used))
         if summary:
             builder.used += len(', "summary": ') + len(render(summary))
         for item in non_warnings:
+            if limit - builder.used < shortest:
+                break
             line, line_len, _, _ = st.pack_line(item)
             builder.try_add(item, line, line_len)
         output: dict[str, Any] = {"scope": st.scope}
@@ -915,25 +923,22 @@ class CacheService:
         overhead = len(', "summary": ') + 2
         if cap_chars <= overhead + 8:
             return ""
-        rest = [it for it in candidates if it.id not in builder.included]
-        if not rest:
+        wanted = {it.id for it in candidates} - builder.included
+        if not wanted:
             return ""
-
-        def order(it: CacheItem) -> tuple[Any, ...]:
-            block = st.blocks.get(it.block_id)
-            return (-(block.seq if block else 0), _KIND_ORDER.get(it.kind, 2), *_priority_key(it))
-
         lines: list[str] = []
         used = overhead
-        for item in sorted(rest, key=order):
-            _, _, gist, gist_len = st.pack_line(item)
-            extra = gist_len + (2 if lines else 0)
-            if used + extra > cap_chars:
+        # Newest block first; sorting one block at a time stops as soon as the cap is reached.
+        for block in sorted(st.blocks.values(), key=lambda b: b.seq, reverse=True):
+            rest = [st.items[i] for i in st.block_items.get(block.id, []) if i in wanted]
+            for item in sorted(rest, key=lambda it: (_KIND_ORDER.get(it.kind, 2), *_priority_key(it))):
+                _, _, gist, gist_len = st.pack_line(item)
+                extra = gist_len + (2 if lines else 0)
+                if used + extra <= cap_chars:
+                    lines.append(gist)
+                    used += extra
                 if cap_chars - used < 24:
-                    break
-                continue
-            lines.append(gist)
-            used += extra
+                    return "\n".join(lines)
         return "\n".join(lines)
 
 
