@@ -1,0 +1,670 @@
+"""Speed of the core memory tools at 1k, 10k and 100k memories, against qdrant-client local mode.
+
+Run ``python benchmarks/speed.py`` (``make bench-speed``); ``--sizes 1000,10000`` for a quick run.
+
+What is measured, per size N, each phase in its own fresh subprocess so that peak RSS
+(``ru_maxrss``) belongs to that phase and that N only:
+
+- build: ``MemoryService.import_records`` (real local embedder, batch-embedded) on the first
+  ``--import-sample`` memories gives import throughput (memories/s, embedding included); the
+  rest of the N memories go through the same ``import_records`` fed with the cached
+  embeddings of the same model (write-path throughput), so 100k does not re-embed on every run.
+- serve: a new process imports the package, mounts it on ``amplifier_core.testing.MockCoordinator``
+  and calls the mounted ``memory_search`` tool once (cold first call: model load + store open +
+  query), then times ``memory_search`` and ``memory_store`` through the mounted tools (distinct
+  queries, so the query-embedding cache never answers: the figures include embedding), and the
+  engine alone (``ranking.hybrid_search`` and a dense-only query with precomputed query vectors).
+- qdrant-client local mode (``QdrantClient(path=...)``, the predecessor's design): the same
+  vectors and payloads are uploaded (build), then a fresh process opens the collection and runs
+  the same query vectors with the same limit (engine only, RSS taken before the embedder loads),
+  then the same query texts embedded by the same embedder (embedding included).
+
+Memory texts come from a deterministic generator (memory ``i`` depends only on ``i``); their
+embeddings are cached under ``--cache-dir`` (default ``$TMPDIR/agent-memory-bench``) and shared by
+both engines. The first run embeds 100k texts once (several minutes on 2 cores); later runs reuse them.
+Everything is printed; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import p50_p95, peak_rss_mb, print_table
+
+GENERATOR_VERSION = 1
+CHUNK = 5_000
+LIMIT = 5
+EPOCH = datetime(2026, 11, 1, tzinfo=UTC)
+IDENTITY = "bench"
+QDRANT_COLLECTION = "memories"
+
+# ---------------------------------------------------------------------------------------------
+# Deterministic synthetic memories and queries
+# ---------------------------------------------------------------------------------------------
+
+PEOPLE = [
+    "Alice", "Bob", "Carmen", "Deepak", "Elena", "Farid", "Grace", "Hiro", "Ines", "Jonas", "Kemi", "Liam",
+    "Mei", "Nadia", "Omar", "Priya", "Quentin", "Rosa", "Sven", "Tara", "Uma", "Victor", "Wen", "Ximena",
+    "Yusuf", "Zoe", "Anders", "Bianca", "Chidi", "Dana", "Emeka", "Freya", "Gustavo", "Hana", "Ivan", "Jia",
+]
+PROJECTS = [
+    "billing service", "search indexer", "mobile app", "data pipeline", "auth gateway", "analytics dashboard",
+    "recommendation engine", "payments API", "notification system", "CI pipeline", "design system",
+    "inventory tracker", "support chatbot", "feature flag service", "log shipper", "image resizer",
+    "tax calculator", "onboarding flow", "admin console", "export scheduler", "pricing engine", "audit log",
+    "email renderer", "geo lookup", "rate limiter", "session store", "report builder", "sync daemon",
+]
+COMPONENTS = [
+    "the retry queue", "the cache layer", "the database schema", "the webhook handler", "the login page",
+    "the background worker", "the config loader", "the HTTP client", "the migration scripts", "the test fixtures",
+    "the deployment manifest", "the metrics exporter", "the CSV parser", "the permission model",
+    "the search ranking", "the upload endpoint", "the cron jobs", "the dependency pins", "the error pages",
+    "the GraphQL resolvers", "the message broker", "the feature toggles", "the TLS certificates", "the docs site",
+]
+TECH = [
+    "PostgreSQL", "Redis", "Kafka", "SQLite", "gRPC", "GraphQL", "Rust", "Go", "TypeScript", "Python 3.12",
+    "Terraform", "Kubernetes", "Docker", "nginx", "S3", "Celery", "FastAPI", "React", "protobuf", "DuckDB",
+]
+DIRS = ["src", "lib", "app", "services", "internal", "pkg", "tests", "scripts", "deploy", "docs"]
+MODULES = [
+    "billing", "auth", "search", "users", "orders", "invoices", "metrics", "storage", "queue", "sync",
+    "export", "pricing", "email", "geo", "reports", "flags", "uploads", "sessions", "audit", "webhooks",
+]
+FILENAMES = ["handler", "models", "client", "config", "worker", "routes", "schema", "utils", "service", "cli"]
+EXTS = [".py", ".ts", ".go", ".rs", ".sql", ".yaml"]
+REASONS = [
+    "latency was too high under load", "the old approach leaked memory", "customers asked for it twice",
+    "it simplifies on-call", "the vendor is deprecating the old API", "tests were flaky on CI",
+    "it cuts the cloud bill", "security review flagged it", "it was blocking the release",
+    "the data model had drifted", "it removes a whole class of race conditions", "legal required an audit trail",
+]
+OUTCOMES = [
+    "p95 latency dropped from {a} ms to {b} ms", "error rate fell to {c} percent", "the build now takes {d} minutes",
+    "memory use went down by {e} MB", "throughput reached {f} requests per second",
+    "the backlog shrank to {g} tickets", "coverage rose to {h} percent",
+]
+DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
+PREFS = [
+    "prefers small pull requests with one change each", "wants type hints on every public function",
+    "likes design docs before any code", "asks for benchmarks with every performance claim",
+    "prefers tabs over spaces in Makefiles only", "wants release notes written for users, not developers",
+    "prefers squash merges", "reviews code only in the morning", "wants feature flags for risky changes",
+    "prefers plain SQL over an ORM", "asks for screenshots in UI pull requests",
+]
+TEMPLATES: list[tuple[str, str]] = [
+    ("decision", "{person} decided to move {component} of the {project} to {tech} because {reason}."),
+    ("decision", "We agreed with {person} to freeze {component} in the {project} until {day}; {reason}."),
+    ("decision", "Decision: the {project} keeps {tech} for {component}; {person} will revisit it next quarter."),
+    ("fact", "The {project} reads its settings from {file}; {component} depends on it."),
+    ("fact", "{file} owns {component} for the {project}, and {person} is its maintainer."),
+    ("fact", "After the rewrite of {component} in the {project}, {outcome}."),
+    ("fact", "The {project} runs on {tech} in production and on {tech2} in the test environment."),
+    ("note", "{person} found a bug in {component} of the {project}: {file} fails when the input is empty."),
+    ("note", "Remember to update {file} whenever {component} in the {project} changes its format."),
+    ("note", "Pairing with {person} on {day}: we traced a timeout in the {project} to {component}."),
+    ("note", "TODO for the {project}: split {file} into smaller modules; {person} offered to review."),
+    ("preference", "{person} {pref}."),
+    ("preference", "For the {project}, {person} {pref}, especially around {component}."),
+    ("event", "On {day} the {project} had an outage: {component} stopped responding and {person} rolled back."),
+    ("event", "{person} shipped version {version} of the {project}; {outcome}."),
+    ("event", "Incident review for the {project}: {reason}, so {person} added alerts on {component}."),
+]
+QUERY_TEMPLATES = [
+    "what did {person} decide about {component}?",
+    "which file configures the {project}?",
+    "why did we switch {component} of the {project} to {tech}?",
+    "outage in the {project} on {day}",
+    "{person} preferences for code review",
+    "bug in {file}",
+    "latency improvement after rewriting {component}",
+    "who maintains {component} in the {project}",
+    "{tech} usage in the {project}",
+    "incident alerts {person} added to the {project}",
+]
+
+
+def _fill(rng: random.Random, template: str) -> str:
+    tech, tech2 = rng.sample(TECH, 2)
+    values = {
+        "person": rng.choice(PEOPLE),
+        "project": rng.choice(PROJECTS),
+        "component": rng.choice(COMPONENTS),
+        "tech": tech,
+        "tech2": tech2,
+        "reason": rng.choice(REASONS),
+        "day": rng.choice(DAYS),
+        "file": f"{rng.choice(DIRS)}/{rng.choice(MODULES)}/{rng.choice(FILENAMES)}{rng.choice(EXTS)}",
+        "pref": rng.choice(PREFS),
+        "version": f"{rng.randint(1, 9)}.{rng.randint(0, 30)}.{rng.randint(0, 20)}",
+        "outcome": rng.choice(OUTCOMES).format(
+            a=rng.randint(200, 900), b=rng.randint(20, 190), c=round(rng.uniform(0.01, 2.0), 2),
+            d=rng.randint(2, 40), e=rng.randint(50, 900), f=rng.randint(100, 20000), g=rng.randint(3, 90),
+            h=rng.randint(60, 99),
+        ),
+    }
+    return template.format(**values)
+
+
+def memory(i: int) -> dict[str, Any]:
+    """Memory number ``i`` as a MemoryRecord dict; it depends only on ``i``, so every size is a prefix."""
+    rng = random.Random(f"memory-{GENERATOR_VERSION}-{i}")
+    kind, template = rng.choice(TEMPLATES)
+    content = _fill(rng, template)
+    # One to three sentences, so lengths vary like real notes.
+    if rng.random() < 0.5:
+        content += " " + _fill(rng, rng.choice(TEMPLATES)[1])
+    if rng.random() < 0.15:
+        content += " " + _fill(rng, rng.choice(TEMPLATES)[1])
+    files = [w.rstrip(".,:;") for w in content.split() if "/" in w and "." in w][:3]
+    tags = sorted({rng.choice(MODULES) for _ in range(rng.randint(0, 3))})
+    created = EPOCH - timedelta(minutes=rng.randint(0, 365 * 24 * 60))
+    return {
+        "id": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+        "content": content,
+        "kind": kind,
+        "tags": tags,
+        "importance": round(rng.uniform(0.2, 0.9), 2),
+        "files": files,
+        "created_at": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
+def queries(count: int) -> list[str]:
+    """``count`` distinct search texts (distinct, so the query-embedding cache never answers)."""
+    out: list[str] = []
+    seen: set[str] = set()
+    i = 0
+    while len(out) < count:
+        rng = random.Random(f"query-{GENERATOR_VERSION}-{i}")
+        i += 1
+        text = _fill(rng, rng.choice(QUERY_TEMPLATES))
+        if text not in seen:
+            seen.add(text)
+            out.append(text)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Embedding cache (shared by both engines and by every size)
+# ---------------------------------------------------------------------------------------------
+
+
+def _cache_folder(base: Path, model_id: str) -> Path:
+    slug = "".join(c if c.isalnum() else "-" for c in model_id)
+    path = base / f"{slug}-g{GENERATOR_VERSION}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def ctx_text(i: int) -> str:
+    """What import_records embeds as memory ``i``'s ``ctx`` vector when it follows memory ``i - 1``."""
+    from amplifier_module_tool_agent_memory.ranking import context_text
+
+    return context_text(memory(i)["content"], memory(i - 1)["content"] if i else None)
+
+
+def cached_vectors(base: Path, n: int, embedder: Any, kind: str = "content") -> tuple[Any, float | None]:
+    """Embeddings of memories ``0..n-1`` (float32, n x dim), embedding and caching missing chunks.
+
+    ``kind`` is ``content`` (the ``dense`` vector) or ``ctx`` (previous memory + this one).
+    Returns the array and the texts/s of the embedding done now (None if everything was cached).
+    """
+    import numpy as np
+
+    folder = _cache_folder(base, embedder.model_id)
+    text_of = (lambda i: memory(i)["content"]) if kind == "content" else ctx_text
+    prefix = "chunk" if kind == "content" else "ctx-chunk"
+    parts = []
+    embedded, spent = 0, 0.0
+    for start in range(0, n, CHUNK):
+        path = folder / f"{prefix}-{start:07d}.npy"
+        if path.exists():
+            parts.append(np.load(path))
+            continue
+        texts = [text_of(i) for i in range(start, start + CHUNK)]
+        t0 = time.perf_counter()
+        arr = np.asarray(embedder.embed_documents(texts), dtype=np.float32)
+        spent += time.perf_counter() - t0
+        embedded += len(texts)
+        tmp = folder / f"{prefix}-{start:07d}.tmp.npy"
+        np.save(tmp, arr)
+        tmp.replace(path)
+        parts.append(arr)
+        _progress(f"embedded {kind} {start + CHUNK:,}/{_ceil(n):,} ({embedded / spent:.0f} texts/s)")
+    vectors = np.concatenate(parts)[:n]
+    return vectors, (embedded / spent if embedded else None)
+
+
+def _ceil(n: int) -> int:
+    return -(-n // CHUNK) * CHUNK
+
+
+def _progress(message: str) -> None:
+    print(f"  .. {message}", file=sys.stderr, flush=True)
+
+
+class CachedVectorsEmbedder:
+    """Serves the real model's cached document vectors by text (benchmark fill only); misses are embedded."""
+
+    def __init__(self, real: Any, by_text: dict[str, Any]) -> None:
+        self.model_id = real.model_id
+        self.dim = real.dim
+        self._real = real
+        self._by_text = by_text
+        self.misses = 0
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        missing = [t for t in texts if t not in self._by_text]
+        if missing:
+            self.misses += len(missing)
+            self._by_text.update(zip(missing, self._real.embed_documents(missing), strict=True))
+        return [list(map(float, self._by_text[t])) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return list(self._real.embed_query(text))
+
+
+# ---------------------------------------------------------------------------------------------
+# Workers (each runs in its own subprocess)
+# ---------------------------------------------------------------------------------------------
+
+
+def _ms(seconds: float) -> float:
+    return seconds * 1000.0
+
+
+def _stats(name: str, samples_s: list[float]) -> dict[str, float]:
+    p50, p95 = p50_p95([_ms(s) for s in samples_s])
+    return {f"{name}_p50_ms": p50, f"{name}_p95_ms": p95}
+
+
+def worker_vectors(opts: argparse.Namespace) -> dict[str, Any]:
+    """Embed (or load) the corpus and the query vectors; report embedding throughput."""
+    import numpy as np
+
+    from amplifier_module_tool_agent_memory.config import EmbeddingConfig
+    from amplifier_module_tool_agent_memory.embeddings import get_embedder
+
+    embedder = get_embedder(EmbeddingConfig())
+    _, rate = cached_vectors(opts.cache_dir, opts.n, embedder)
+    _, ctx_rate = cached_vectors(opts.cache_dir, opts.n, embedder, "ctx")
+    rate = rate or ctx_rate
+    qpath = _cache_folder(opts.cache_dir, embedder.model_id) / f"queries-{opts.queries}.npy"
+    if not qpath.exists():
+        np.save(qpath, np.asarray(embedder.embed_documents(queries(opts.queries)), dtype=np.float32))
+    return {"embed_texts_per_s": rate, "model_id": embedder.model_id}
+
+
+def worker_build(opts: argparse.Namespace) -> dict[str, Any]:
+    """Import N memories into a fresh store through MemoryService.import_records."""
+    from amplifier_module_tool_agent_memory.config import parse_config
+    from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
+    from amplifier_module_tool_agent_memory.memory import MemoryService
+    from amplifier_module_tool_agent_memory.models import MemoryRecord
+    from amplifier_module_tool_agent_memory.runtime import AgentMemory
+
+    root = opts.work_dir / f"ours-{opts.n}"
+    shutil.rmtree(root, ignore_errors=True)
+    records = [MemoryRecord.model_validate(memory(i)) for i in range(opts.n)]
+    runtime = AgentMemory(parse_config({"storage_root": str(root)}), ResolvedIdentity(IDENTITY, "config"),
+                          session_id="bench-import")
+    svc = runtime.memory()
+    sample = min(opts.n, opts.import_sample)
+    t0 = time.perf_counter()
+    for start in range(0, sample, 1000):
+        svc.import_records(records[start:start + 1000])
+    embed_import_s = time.perf_counter() - t0
+    _progress(f"N={opts.n:,}: imported {sample:,} with embedding ({sample / embed_import_s:.0f}/s)")
+    write_rate = None
+    if opts.n > sample:
+        dense, _ = cached_vectors(opts.cache_dir, opts.n, svc.embedder)
+        ctx, _ = cached_vectors(opts.cache_dir, opts.n, svc.embedder, "ctx")
+        by_text = {r.content: v for r, v in zip(records, dense, strict=True)}
+        by_text.update((ctx_text(i), ctx[i]) for i in range(sample, opts.n))
+        fill = CachedVectorsEmbedder(svc.embedder, by_text)
+        filler = MemoryService(svc.coll, fill, svc.config, thread=svc.thread, clock=svc.clock)
+        t0 = time.perf_counter()
+        for start in range(sample, opts.n, 10_000):
+            filler.import_records(records[start:start + 10_000], batch=1000)
+            _progress(f"N={opts.n:,}: written {min(start + 10_000, opts.n):,}")
+        write_rate = (opts.n - sample) / (time.perf_counter() - t0)
+        _progress(f"N={opts.n:,}: {fill.misses} texts embedded live during the fill")
+    t0 = time.perf_counter()
+    runtime.close()
+    close_s = time.perf_counter() - t0
+    return {
+        "import_sample": sample,
+        "import_per_s": sample / embed_import_s,
+        "write_only_per_s": write_rate,
+        "close_ms": _ms(close_s),
+        "disk_mb": sum(f.stat().st_size for f in root.rglob("*") if f.is_file()) / 2**20,
+        "build_rss_mb": peak_rss_mb(),
+    }
+
+
+def worker_serve(opts: argparse.Namespace) -> dict[str, Any]:
+    """Cold start, then memory_search / memory_store latencies through the mounted tools."""
+    t0 = time.perf_counter()
+    import amplifier_module_tool_agent_memory as agent_memory
+
+    import_pkg_s = time.perf_counter() - t0
+    from amplifier_core.testing import MockCoordinator
+
+    root = opts.work_dir / f"ours-{opts.n}"
+    texts = queries(opts.queries + 1)
+    result: dict[str, Any] = {"import_pkg_ms": _ms(import_pkg_s)}
+
+    async def run() -> None:
+        coordinator = MockCoordinator()
+        t_mount = time.perf_counter()
+        cleanup = await agent_memory.mount(coordinator, {"storage_root": str(root), "agent_identity": IDENTITY})
+        result["mount_ms"] = _ms(time.perf_counter() - t_mount)
+        tools = dict(coordinator.mount_points["tools"])
+        search, store = tools["memory_search"], tools["memory_store"]
+        t_first = time.perf_counter()
+        first = await search.execute({"query": texts[0], "limit": LIMIT})
+        result["first_search_ms"] = _ms(time.perf_counter() - t_first)
+        result["cold_total_ms"] = _ms(time.perf_counter() - t0)
+        if not first.success:
+            raise RuntimeError(f"memory_search failed: {first.error}")
+        result["first_count"] = first.output["count"]
+
+        samples = []
+        for text in texts[1:]:
+            t = time.perf_counter()
+            res = await search.execute({"query": text, "limit": LIMIT})
+            samples.append(time.perf_counter() - t)
+            if not res.success:
+                raise RuntimeError(f"memory_search failed: {res.error}")
+        result.update(_stats("search", samples))
+
+        runtime = search.runtime
+        svc = runtime.memory()
+        result.update(_engine_latencies(svc, texts[1:]))
+        embed = []
+        for text in texts[1:]:
+            t = time.perf_counter()
+            svc.embedder.inner.embed_query(text + " ?")
+            embed.append(time.perf_counter() - t)
+        result.update(_stats("embed", embed))
+
+        samples, created = [], 0
+        for j in range(opts.stores):
+            rec = memory(opts.n + 1_000_000 + j)
+            args = {k: rec[k] for k in ("content", "kind", "tags", "importance", "files")}
+            t = time.perf_counter()
+            res = await store.execute(args)
+            samples.append(time.perf_counter() - t)
+            if not res.success:
+                raise RuntimeError(f"memory_store failed: {res.error}")
+            created += bool(res.output["created"])
+        result.update(_stats("store", samples))
+        result["stores_created"] = created
+        await cleanup()
+
+    asyncio.run(run())
+    result["serve_rss_mb"] = peak_rss_mb()
+    return result
+
+
+def _engine_latencies(svc: Any, texts: list[str]) -> dict[str, float]:
+    """The store alone, with query vectors already computed (the embedder's LRU cache holds them)."""
+    import qdrant_edge as qe
+
+    from amplifier_module_tool_agent_memory.ranking import hybrid_search
+    from amplifier_module_tool_agent_memory.storage import DENSE
+
+    vecs = [svc.embedder.embed_query(t) for t in texts]
+    depth = getattr(svc.params, "prefetch_limit", 50)
+    hybrid, dense, bm25 = [], [], []
+    for text, vec in zip(texts, vecs, strict=True):
+        t = time.perf_counter()
+        hybrid_search(svc.coll, text, vec, LIMIT, None, svc.clock(), svc.params)
+        hybrid.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        svc.coll.query(qe.QueryRequest(limit=LIMIT, query=qe.Query.Nearest(vec, using=DENSE), with_payload=True))
+        dense.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        svc.coll.query(qe.QueryRequest(limit=depth, query=qe.TextQuery("content", text),
+                                       with_payload=False))
+        bm25.append(time.perf_counter() - t)
+    return {**_stats("engine", hybrid), **_stats("dense", dense), **_stats("bm25", bm25)}
+
+
+def worker_qdrant_build(opts: argparse.Namespace) -> dict[str, Any]:
+    """Upload the same vectors and payloads into qdrant-client local mode."""
+    from qdrant_client import QdrantClient, models
+
+    from amplifier_module_tool_agent_memory.embeddings import LOCAL_DIM, LOCAL_MODEL_ID
+    path = opts.work_dir / f"qdrant-{opts.n}"
+    shutil.rmtree(path, ignore_errors=True)
+    vectors = _load_cached(opts.cache_dir, LOCAL_MODEL_ID, opts.n)
+    client = QdrantClient(path=str(path))
+    client.create_collection(
+        QDRANT_COLLECTION, vectors_config=models.VectorParams(size=LOCAL_DIM, distance=models.Distance.COSINE)
+    )
+    t0 = time.perf_counter()
+    batch = 1000
+    for start in range(0, opts.n, batch):
+        points = []
+        for i in range(start, min(start + batch, opts.n)):
+            rec = memory(i)
+            payload = {k: v for k, v in rec.items() if k != "id"}
+            payload["updated_at"] = rec["created_at"]
+            points.append(models.PointStruct(id=rec["id"], vector=vectors[i].tolist(), payload=payload))
+        client.upsert(QDRANT_COLLECTION, points=points)
+        if (start + batch) % 20_000 == 0:
+            _progress(f"N={opts.n:,}: qdrant local mode upserted {start + batch:,}")
+    upload_s = time.perf_counter() - t0
+    client.close()
+    return {"upload_per_s": opts.n / upload_s, "build_rss_mb": peak_rss_mb()}
+
+
+def _load_cached(base: Path, model_id: str, n: int) -> Any:
+    import numpy as np
+
+    folder = _cache_folder(base, model_id)
+    parts = [np.load(folder / f"chunk-{start:07d}.npy") for start in range(0, n, CHUNK)]
+    return np.concatenate(parts)[:n]
+
+
+def worker_qdrant_serve(opts: argparse.Namespace) -> dict[str, Any]:
+    """Open the local-mode collection and run the same searches (engine only, then with embedding)."""
+    import numpy as np
+
+    t0 = time.perf_counter()
+    from qdrant_client import QdrantClient
+
+    from amplifier_module_tool_agent_memory.embeddings import LOCAL_MODEL_ID
+
+    client = QdrantClient(path=str(opts.work_dir / f"qdrant-{opts.n}"))
+    open_s = time.perf_counter() - t0
+    texts = queries(opts.queries + 1)[1:]
+    qvecs = np.load(_cache_folder(opts.cache_dir, LOCAL_MODEL_ID) / f"queries-{opts.queries + 1}.npy")[1:]
+    engine = []
+    for vec in qvecs:
+        t = time.perf_counter()
+        client.query_points(QDRANT_COLLECTION, query=vec.tolist(), limit=LIMIT, with_payload=True)
+        engine.append(time.perf_counter() - t)
+    engine_rss = peak_rss_mb()
+
+    from amplifier_module_tool_agent_memory.config import EmbeddingConfig
+    from amplifier_module_tool_agent_memory.embeddings import get_embedder
+
+    embedder = get_embedder(EmbeddingConfig())
+    embedder.embed_query("warm up the model")
+    with_embed = []
+    for text in texts:
+        t = time.perf_counter()
+        client.query_points(QDRANT_COLLECTION, query=embedder.embed_query(text), limit=LIMIT, with_payload=True)
+        with_embed.append(time.perf_counter() - t)
+    client.close()
+    return {
+        "open_ms": _ms(open_s),
+        **_stats("engine", engine),
+        **_stats("search", with_embed),
+        "engine_rss_mb": engine_rss,
+        "serve_rss_mb": peak_rss_mb(),
+    }
+
+
+WORKERS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
+    "vectors": worker_vectors,
+    "build": worker_build,
+    "serve": worker_serve,
+    "qdrant-build": worker_qdrant_build,
+    "qdrant-serve": worker_qdrant_serve,
+}
+
+
+def run_worker(name: str, n: int, opts: argparse.Namespace, queries_count: int) -> dict[str, Any]:
+    """Run one phase in a fresh interpreter; its last stdout line is its JSON result."""
+    cmd = [
+        sys.executable, __file__, "--worker", name, "--n", str(n), "--queries", str(queries_count),
+        "--stores", str(opts.stores), "--import-sample", str(opts.import_sample),
+        "--cache-dir", str(opts.cache_dir), "--work-dir", str(opts.work_dir),
+    ]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"worker {name} (N={n}) failed with exit code {proc.returncode}")
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    result["wall_s"] = time.perf_counter() - t0
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Driver
+# ---------------------------------------------------------------------------------------------
+
+TARGETS = {
+    "search_p95_10k_ms": 25.0,
+    "search_p95_100k_ms": 50.0,
+    "ratio_10k": 20.0,
+    "cold_ms": 2000.0,
+    "rss_100k_mb": 400.0,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated store sizes")
+    parser.add_argument("--queries", type=int, default=200, help="timed searches per size")
+    parser.add_argument("--stores", type=int, default=100, help="timed memory_store calls per size")
+    parser.add_argument("--import-sample", type=int, default=5000,
+                        help="memories per size imported with live embedding (the rest use cached vectors)")
+    parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "agent-memory-bench",
+                        help="embedding cache, kept between runs")
+    parser.add_argument("--work-dir", type=Path, default=None, help="where the stores are built (default: temp)")
+    parser.add_argument("--no-qdrant", action="store_true", help="skip the qdrant-client local-mode comparison")
+    parser.add_argument("--keep", action="store_true", help="keep the built stores")
+    parser.add_argument("--worker", choices=sorted(WORKERS), help=argparse.SUPPRESS)
+    parser.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
+    opts = parser.parse_args()
+
+    if opts.worker:
+        result = WORKERS[opts.worker](opts)
+        print(json.dumps(result))
+        return
+
+    sizes = [int(s) for s in opts.sizes.split(",") if s.strip()]
+    own_work_dir = opts.work_dir is None
+    opts.work_dir = Path(tempfile.mkdtemp(prefix="agent-memory-speed-")) if own_work_dir else opts.work_dir
+    opts.work_dir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    print(f"agent-memory speed benchmark: sizes {sizes}, {opts.queries} searches and {opts.stores} stores per size, "
+          f"limit {LIMIT}, {os.cpu_count()} CPUs (shared: timings are noisy when other work runs)")
+    try:
+        _progress("embedding cache")
+        vec = run_worker("vectors", max(sizes), opts, opts.queries + 1)
+        rows: list[dict[str, Any]] = []
+        for n in sizes:
+            row: dict[str, Any] = {"n": n}
+            _progress(f"N={n:,}: build")
+            row["build"] = run_worker("build", n, opts, opts.queries + 1)
+            _progress(f"N={n:,}: serve")
+            row["serve"] = run_worker("serve", n, opts, opts.queries)
+            if not opts.no_qdrant:
+                _progress(f"N={n:,}: qdrant-client local mode")
+                row["qbuild"] = run_worker("qdrant-build", n, opts, opts.queries + 1)
+                row["qserve"] = run_worker("qdrant-serve", n, opts, opts.queries)
+            rows.append(row)
+            _report(rows, vec, opts)
+    finally:
+        if own_work_dir and not opts.keep:
+            shutil.rmtree(opts.work_dir, ignore_errors=True)
+    print(f"\ntotal wall time {time.perf_counter() - started:.0f} s")
+
+
+def _report(rows: list[dict[str, Any]], vec: dict[str, Any], opts: argparse.Namespace) -> None:
+    nan = float("nan")
+    print()
+    if vec.get("embed_texts_per_s"):
+        print(f"embedding throughput (batch, this run): {vec['embed_texts_per_s']:.0f} texts/s")
+    print("\nImport and cold start (ours; each phase in a fresh process)")
+    print_table(
+        ["N", "import/s", "write-only/s", "disk MB", "build RSS MB", "pkg import ms", "mount ms",
+         "1st search ms", "cold total ms"],
+        [[r["n"], r["build"]["import_per_s"], r["build"]["write_only_per_s"] or nan, r["build"]["disk_mb"],
+          r["build"]["build_rss_mb"], r["serve"]["import_pkg_ms"], r["serve"]["mount_ms"],
+          r["serve"]["first_search_ms"], r["serve"]["cold_total_ms"]] for r in rows],
+    )
+    print("\nLatency, ms (ours through the mounted tools on MockCoordinator; search includes query embedding)")
+    print_table(
+        ["N", "search p50", "search p95", "store p50", "store p95", "embed p50", "engine p50", "engine p95",
+         "dense p50", "bm25 p50", "serve RSS MB"],
+        [[r["n"], r["serve"]["search_p50_ms"], r["serve"]["search_p95_ms"], r["serve"]["store_p50_ms"],
+          r["serve"]["store_p95_ms"], r["serve"]["embed_p50_ms"], r["serve"]["engine_p50_ms"],
+          r["serve"]["engine_p95_ms"], r["serve"]["dense_p50_ms"], r["serve"]["bm25_p50_ms"],
+          r["serve"]["serve_rss_mb"]] for r in rows],
+    )
+    if not opts.no_qdrant:
+        print("\nOurs vs qdrant-client local mode (same vectors, same queries, limit "
+              f"{LIMIT}); ratio = local p95 / ours p95")
+        print_table(
+            ["N", "ours p50", "ours p95", "local p50", "local p95", "ratio", "ours eng p95", "local eng p95",
+             "eng ratio", "local open ms", "local RSS MB"],
+            [[r["n"], r["serve"]["search_p50_ms"], r["serve"]["search_p95_ms"], r["qserve"]["search_p50_ms"],
+              r["qserve"]["search_p95_ms"], r["qserve"]["search_p95_ms"] / r["serve"]["search_p95_ms"],
+              r["serve"]["engine_p95_ms"], r["qserve"]["engine_p95_ms"],
+              r["qserve"]["engine_p95_ms"] / r["serve"]["engine_p95_ms"], r["qserve"]["open_ms"],
+              r["qserve"]["engine_rss_mb"]] for r in rows],
+        )
+    print("\nTargets")
+    by_n = {r["n"]: r for r in rows}
+    checks = []
+    if 10_000 in by_n:
+        checks.append(("search p95 <= 25 ms at 10k", by_n[10_000]["serve"]["search_p95_ms"], "<=", 25.0))
+        if "qserve" in by_n[10_000]:
+            r = by_n[10_000]
+            checks.append(("ratio >= 20x at 10k (with embedding)",
+                           r["qserve"]["search_p95_ms"] / r["serve"]["search_p95_ms"], ">=", 20.0))
+            checks.append(("ratio >= 20x at 10k (engine only)",
+                           r["qserve"]["engine_p95_ms"] / r["serve"]["engine_p95_ms"], ">=", 20.0))
+    if 100_000 in by_n:
+        checks.append(("search p95 <= 50 ms at 100k", by_n[100_000]["serve"]["search_p95_ms"], "<=", 50.0))
+        checks.append(("serve RSS <= 400 MB at 100k", by_n[100_000]["serve"]["serve_rss_mb"], "<=", 400.0))
+    for r in rows:
+        checks.append((f"cold first call <= 2 s at {r['n']:,}", r["serve"]["cold_total_ms"], "<=", 2000.0))
+    for label, value, op, target in checks:
+        ok = value <= target if op == "<=" else value >= target
+        print(f"  [{'met' if ok else 'MISSED'}] {label}: {value:.1f}")
+
+
+if __name__ == "__main__":
+    main()
