@@ -154,3 +154,25 @@ def test_missing_identity_is_refused_when_required() -> None:
 async def test_mount_registers_the_resolved_identity_as_a_capability(mount_tools: Callable[..., Any]) -> None:
     _, coordinator = await mount_tools(agent_identity="carol")
     assert coordinator.get_capability("agent_identity") == "carol"
+
+
+async def test_an_empty_configured_identity_is_refused_not_defaulted(
+    mount_tools: Callable[..., Any], root: Path
+) -> None:
+    tools, _ = await mount_tools(agent_identity="")
+    error = error_of(await tools["memory_store"].execute({"content": "hello"}))
+    assert error["type"] == "identity_error"
+    assert "agent identity '' is invalid" in error["message"]
+    assert not (root / "default").exists()
+
+
+def test_an_empty_identity_from_a_capability_is_refused() -> None:
+    coordinator = MockCoordinator()
+    coordinator.register_capability("agent_identity", "")
+    with pytest.raises(IdentityError, match="is invalid"):
+        resolve_identity(coordinator, "alice", require=False)
+
+
+def test_an_empty_environment_variable_counts_as_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AMPLIFIER_AGENT_IDENTITY", "")
+    assert resolve_identity(MockCoordinator(), None, require=False).source == "default"

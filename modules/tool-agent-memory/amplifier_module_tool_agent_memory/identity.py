@@ -10,7 +10,8 @@ Resolution order, first hit wins:
    answers with an :class:`IdentityError` that explains how to set one.
 
 An identity becomes a folder name, so it is validated, never normalised: anything that
-does not match :data:`IDENTITY_PATTERN` (or contains ``..``) is refused.
+does not match :data:`IDENTITY_PATTERN` (or contains ``..``) is refused. So is an empty
+identity given by config, capability or mount plan; an empty environment variable counts as unset.
 """
 
 from __future__ import annotations
@@ -92,7 +93,9 @@ def resolve_identity(coordinator: Any, configured: str | None, require: bool) ->
         ("env", os.environ.get(IDENTITY_ENV)),
     ]
     for source, value in candidates:
-        if value is None or value == "":
+        # An empty environment variable means "unset"; an empty identity set explicitly (say, a
+        # config template whose variable was empty) is refused rather than silently shared as "default".
+        if value is None or (value == "" and source == "env"):
             continue
         return ResolvedIdentity(validate_identity(value), source)
     if require:
