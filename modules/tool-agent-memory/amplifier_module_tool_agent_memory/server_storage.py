@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -251,6 +252,30 @@ def _vector_input(vec: Any) -> Any:
     return list(vec)
 
 
+_NEAREST_REPR = re.compile(
+    r'^Query\.Nearest\(query=\[(?P<vector>[^\[\]]*)\], using=(?:"(?P<using>[A-Za-z0-9_.-]*)"|None)\)$'
+)
+
+
+def _nearest_parts(query: Any) -> tuple[Any, str | None]:
+    """The vector and vector name of an Edge ``Query.Nearest``.
+
+    A ``Query.Nearest`` built by the caller has ``.query`` and ``.using``, but read back from a
+    ``QueryRequest`` or ``Prefetch`` (how the services hand it over) qdrant-edge 0.9.0 returns the
+    base ``Query`` class, which has no accessors. Its repr is complete and exact (each f32 printed
+    as its shortest round-trip decimal), so a dense vector is read from there.
+    """
+    if type(query).__name__ == "Nearest":
+        return _vector_input(query.query), query.using
+    text = repr(query)
+    match = _NEAREST_REPR.match(text)
+    if match is None:
+        raise NotImplementedError(f"the server backend translates only dense Query.Nearest queries, got {text[:80]}")
+    raw = match.group("vector").strip()
+    vector = [float(v) for v in raw.split(",")] if raw else []
+    return vector, match.group("using")
+
+
 def _bm25_value(value: float) -> float:
     # Edge stores k and b as f32 (0.3 reads back as 0.30000001192092896): send the intended value.
     return round(float(value), 6)
@@ -263,10 +288,9 @@ def to_query(query: Any) -> tuple[Any, str | None]:
 
     if query is None:
         return None, None
-    # Query.Nearest is a variant class of Query (the stub types it as a factory function).
-    if isinstance(query, qe.Query) and type(query).__name__ == "Nearest":
-        nearest: Any = query
-        return qm.NearestQuery(nearest=_vector_input(nearest.query)), nearest.using
+    if isinstance(query, qe.Query):
+        vector, using = _nearest_parts(query)
+        return qm.NearestQuery(nearest=vector), using
     if isinstance(query, qe.TextQuery):
         bm25 = qm.Bm25Params(k=_bm25_value(query.scoring.k), b=_bm25_value(query.scoring.b))
         text = qm.TextQueryInput(query=query.query, scoring=qm.Bm25Scoring(bm25=bm25))
