@@ -146,10 +146,11 @@ async def test_tool_call_emits_its_event_with_identity_and_session(
 
 async def test_mount_on_a_mock_coordinator_opens_no_store(root: Path) -> None:
     coordinator = MockCoordinator()
+    open_before = storage.open_store_count()
     cleanup = await agent_memory.mount(coordinator, {"storage_root": str(root), "agent_identity": "alice"})
     try:
         assert set(coordinator.mount_points["tools"]) == ALL_TOOLS
-        assert storage.open_store_count() == 0
+        assert storage.open_store_count() == open_before
         assert os.listdir(root) == []
     finally:
         await cleanup()

@@ -441,6 +441,8 @@ def parse_import_lines(lines: Sequence[str], source: str) -> tuple[list[Any], in
 def cmd_import(args: argparse.Namespace) -> int:
     source = "standard input" if args.file == "-" else args.file
     records, repeated = parse_import_lines(_read_lines(args.file), source)
+    # Oldest first, so the store's write order (seq) follows creation whatever order the file has.
+    records.sort(key=lambda record: record.created_at)
     result: dict[str, Any] = {"read": len(records) + repeated, "repeated_ids": repeated, "dry_run": args.dry_run}
     if args.dry_run:
         result["imported"] = 0
