@@ -373,3 +373,27 @@ def test_console_script_invalid_identity_exits_2_without_traceback(tmp_path: Pat
     )
     assert done.returncode == 2
     assert "Traceback" not in done.stderr and "is invalid" in done.stderr
+
+
+@pytest.fixture
+def server_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A --config file for the server backend; the 'server' is qdrant-client's local mode under tmp_path."""
+    from qdrant_client import QdrantClient
+
+    from amplifier_module_tool_agent_memory import server_storage
+
+    monkeypatch.setattr(server_storage, "client_factory", lambda config: QdrantClient(path=str(tmp_path / "qdrant")))
+    path = tmp_path / "server.yaml"
+    path.write_text("storage:\n  backend: server\n  url: http://qdrant.test:6333\n")
+    return path
+
+
+def test_inspect_and_gc_work_on_the_server_backend(cli: Run, server_config: Path, root: Path) -> None:
+    config = ["--config", str(server_config)]
+    assert run_json(cli, "store", "The API listens on port 8080", "--kind", "fact", *config)["created"] is True
+    report = run_json(cli, "inspect", *config)
+    assert report["backend"] == "server" and report["exists"] is True
+    assert report["memories"]["total"] == 1 and report["disk_bytes"] is None
+    assert report["embedding_model"] == "local:all-MiniLM-L6-v2-int8"
+    assert run_json(cli, "gc", *config)["removed"] == 0
+    assert not (root / "alice").exists()

@@ -269,17 +269,20 @@ def cmd_forget(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _feature_counts(rt: AgentMemory, path: Path) -> dict[str, dict[str, int]]:
+def _feature_counts(rt: AgentMemory, path: Path | None) -> dict[str, dict[str, int]]:
     """Counts of the plan cache and the working-memory cache.
 
-    A feature's collection is opened only if its folder exists, so ``inspect`` never creates one.
+    On the embedded backend a feature's collection is opened only if its folder exists, so
+    ``inspect`` never creates one (``path`` is None on a server, where that cannot be seen).
     """
     plans = {"total": 0, "fresh": 0, "stale": 0}
-    if (path / "plans").is_dir():
+    if path is None or (path / "plans").is_dir():
         service = rt.plans()
         total, stale = service.count(), service.count(stale=True)
         plans = {"total": total, "fresh": total - stale, "stale": stale}
-    cache = _cache_counts(rt.cache()) if (path / "cache").is_dir() else {"items": 0, "expired": 0, "blocks": 0}
+    cache = {"items": 0, "expired": 0, "blocks": 0}
+    if path is None or (path / "cache").is_dir():
+        cache = _cache_counts(rt.cache())
     return {"plans": plans, "cache": cache}
 
 
@@ -302,14 +305,16 @@ def _cache_counts(service: Any) -> dict[str, int]:
 
 
 def inspect_store(args: argparse.Namespace) -> dict[str, Any]:
-    """What ``inspect`` reports; opens nothing (and creates nothing) for an identity without a store."""
+    """What ``inspect`` reports; on the embedded backend it creates nothing for an identity without a store."""
     identity = resolve_cli_identity(getattr(args, "identity", None))
     config = build_config(args, identity.name)
+    embedded = config.storage.backend == "edge"
     path = config.resolved_root() / identity.name
-    meta = _read_store_meta(path)
+    meta = _read_store_meta(path) if embedded else None
     report: dict[str, Any] = {
         "identity": identity.name,
         "identity_source": identity.source,
+        "backend": config.storage.backend,
         "path": str(path),
         "exists": meta is not None,
         "embedding_model": meta.get("model_id") if meta else None,
@@ -318,13 +323,19 @@ def inspect_store(args: argparse.Namespace) -> dict[str, Any]:
         "memories": {"total": 0, "by_kind": {}},
         "disk_bytes": 0,
     }
-    if meta is None:
+    if embedded and meta is None:
         return report
     with open_runtime(args) as rt:
+        store = rt.store()
         by_kind = rt.memory().counts_by_kind()
         report["memories"] = {"total": sum(by_kind.values()), "by_kind": by_kind}
-        report.update(_feature_counts(rt, path))
-        report["disk_bytes"] = rt.store().disk_bytes()
+        report.update(_feature_counts(rt, path if embedded else None))
+        if embedded:
+            report["disk_bytes"] = store.disk_bytes()
+        else:
+            # A server's disk use is the server's business: not measurable from here.
+            report.update(path=str(store.path), exists=True, embedding_model=store.model_id, dim=store.dim)
+            report["disk_bytes"] = None
     return report
 
 
@@ -353,7 +364,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     for feature in ("cache", "plans"):
         if feature in report:
             print(f"{feature:<10} " + ", ".join(f"{k} {v}" for k, v in report[feature].items()))
-    print(f"disk       {_human_bytes(report['disk_bytes'])}")
+    if report["disk_bytes"] is not None:
+        print(f"disk       {_human_bytes(report['disk_bytes'])}")
     return EXIT_OK
 
 
@@ -466,8 +478,8 @@ def cmd_gc(args: argparse.Namespace) -> int:
     identity = resolve_cli_identity(getattr(args, "identity", None))
     config = build_config(args, identity.name)
     removed = 0
-    # No cache folder means nothing to sweep: do not create a store just to find that out.
-    if (config.resolved_root() / identity.name / "cache").is_dir():
+    # No cache folder means nothing to sweep: do not create an embedded store just to find that out.
+    if config.storage.backend != "edge" or (config.resolved_root() / identity.name / "cache").is_dir():
         with open_runtime(args) as rt:
             removed = rt.cache().sweep_expired(limit=args.limit)
     if args.json:
