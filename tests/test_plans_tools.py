@@ -272,3 +272,13 @@ async def test_store_keeps_the_signature_in_the_payload(make_runtime: Callable[.
     plan_id = (await store(tools, FASTER, FASTER_PLAN))["plan_id"]
     payload = dict(rt.plans().coll.retrieve([plan_id])[0].payload)
     assert signature_from_payload(payload) == signature(FASTER)
+
+
+async def test_building_the_index_keeps_every_plan_findable(make_runtime: Callable[..., AgentMemory]) -> None:
+    rt = make_runtime()
+    tools = runtime_tools(rt)
+    plan_id = (await store(tools, FASTER, FASTER_PLAN))["plan_id"]
+    await store(tools, MUSIC, MUSIC_PLAN)
+    rt.plans().build_index()
+    assert rt.plans().unindexed() == 0
+    assert (await lookup(tools, "Increase the player's movement speed"))["plan_id"] == plan_id

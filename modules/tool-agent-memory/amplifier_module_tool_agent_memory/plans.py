@@ -18,6 +18,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,6 +54,11 @@ PLANS = CollectionSpec(
 )
 # Plan ids are uuid5(namespace, normalised prompt): equal prompts address the same point.
 _PLAN_NAMESPACE = uuid.UUID("6f1d9c7e-3b8a-5c1e-9f42-0a7d5e2b8c31")
+# Qdrant Edge searches a plain segment by brute force (fine up to ~20k plans: ~1-5 ms) and runs
+# no optimizer in the background: the HNSW index is built by an explicit, blocking optimize().
+# A store that leaves this many vectors unindexed builds the index before it returns.
+INDEX_AFTER_UNINDEXED = 20_000
+INDEX_CHECK_EVERY = 500
 SIG_KEY = "sig"
 FRESH = "fresh"
 STALE = "stale"
@@ -212,6 +219,30 @@ class PlanService:
         self.embedder = embedder
         self.config = config
         self.clock = clock
+        self._stores_since_check = 0
+        self._index_lock = threading.Lock()
+
+    def unindexed(self) -> int:
+        """Plans whose vectors are not in the HNSW index yet (searched by brute force)."""
+        info = self.coll.shard.info()
+        return max(0, int(info.points_count) - int(info.indexed_vectors_count))
+
+    def build_index(self) -> float:
+        """Index every unindexed vector (blocking: seconds per 10k plans); returns the seconds spent."""
+        started = time.perf_counter()
+        with self._index_lock:
+            self.coll.shard.optimize()
+        spent = time.perf_counter() - started
+        logger.info("plan index built", extra={"seconds": round(spent, 2), "plans": self.coll.count()})
+        return spent
+
+    def _maybe_index(self) -> None:
+        self._stores_since_check += 1
+        if self._stores_since_check < INDEX_CHECK_EVERY:
+            return
+        self._stores_since_check = 0
+        if self.unindexed() >= INDEX_AFTER_UNINDEXED and not self._index_lock.locked():
+            self.build_index()
 
     def _record(self, plan_id: str) -> dict[str, Any] | None:
         records = self.coll.retrieve([plan_id])
@@ -246,6 +277,7 @@ class PlanService:
             )
             payload = self._payload(record, sig)
             self.coll.upsert([(plan_id, vec, payload)])
+        self._maybe_index()
         return StoreOutcome(plan_id, created=old is None, revived=bool(old and old.get("stale")), steps=len(actions))
 
     @staticmethod
