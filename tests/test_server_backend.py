@@ -9,6 +9,7 @@ Local mode's BM25 supports only the default tokenizer, so its text indexes are u
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,12 +31,8 @@ from amplifier_module_tool_agent_memory.server_storage import (
     text_index_params,
 )
 
-pytestmark = [
-    # Local mode ignores keyword/datetime indexes (it scans); a server uses them.
-    pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning"),
-    # The client's version check cannot reach the unreachable-server tests' address.
-    pytest.mark.filterwarnings("ignore:Failed to obtain server version:UserWarning"),
-]
+# Local mode ignores keyword/datetime indexes (it scans); a server uses them.
+pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")
 
 URL = "http://qdrant.test:6333"
 SERVER: dict[str, Any] = {"storage": {"backend": "server", "url": URL}}
@@ -296,6 +293,21 @@ async def test_plan_store_then_lookup_hits(server: Any, mount_tools: Callable[..
     stored = output_of(await tools["plan_store"].execute({"prompt": prompt, "actions": actions}))
     hit = output_of(await tools["plan_lookup"].execute({"prompt": "set the background music volume to 50 percent."}))
     assert hit["hit"] is True and hit["plan_id"] == stored["plan_id"] and hit["actions"] == actions
+
+
+def test_index_status_is_read_from_the_server_and_optimize_leaves_it_to_the_server(
+    server: Any, embedder: CachedEmbedder
+) -> None:
+    store_ = acquire_server_store(StorageConfig(backend="server", url=URL), "alice", embedder.model_id, embedder.dim)
+    try:
+        coll = store_.collection(MEMORIES)
+        coll.upsert([(str(uuid.uuid4()), {"dense": [1.0] * embedder.dim, "ctx": [1.0] * embedder.dim}, {})])
+        coll.optimize()
+        # Local mode never builds an HNSW index (indexed_vectors_count 0): the one point is unindexed.
+        assert coll.unindexed_count() == 1
+        assert coll.count() == 1
+    finally:
+        release_server_store(store_)
 
 
 # The real client path (no server listening)

@@ -486,6 +486,15 @@ class ServerCollection(Collection):
         with _server_errors(self.url):
             return int(self.client.count(self.server_name, count_filter=to_filter(flt), exact=True).count)
 
+    def unindexed_count(self) -> int:
+        """Points whose vectors the server has not indexed yet (it indexes in the background)."""
+        with _server_errors(self.url):
+            info = self.client.get_collection(self.server_name)
+        return max(0, int(info.points_count or 0) - int(info.indexed_vectors_count or 0))
+
+    def optimize(self) -> None:
+        """Nothing to do: the server's optimizer builds indexes in the background, by its own thresholds."""
+
     def close(self) -> None:
         """Nothing to flush: the server persists every acknowledged write."""
 

@@ -164,6 +164,15 @@ class Collection:
 
         return int(self.shard.count(qe.CountRequest(filter=flt, exact=True)))
 
+    def unindexed_count(self) -> int:
+        """Points whose vectors are not in the HNSW index yet (searched by brute force)."""
+        info = self.shard.info()
+        return max(0, int(info.points_count) - int(info.indexed_vectors_count))
+
+    def optimize(self) -> None:
+        """Index every unindexed vector now (blocking: Edge runs no optimizer in the background)."""
+        self.shard.optimize()
+
     def close(self) -> None:
         with self.lock:
             try:
