@@ -14,7 +14,6 @@ current version on every write, so the counter survives a reopen.
 
 from __future__ import annotations
 
-import contextvars
 import json
 import logging
 import math
@@ -22,10 +21,11 @@ import threading
 import uuid
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from .cache_calls import CURRENT_CALL, notify
 from .cache_models import (
     MAX_CONTENT_CHARS,
     CacheBlock,
@@ -43,8 +43,6 @@ from .summarise import LLMSummariser, extractive_lines, item_line, render_summar
 from .tokens import chars_for, count_tokens, render
 
 if TYPE_CHECKING:
-    import asyncio
-
     import numpy as np
 
     from .runtime import AgentMemory
@@ -81,27 +79,6 @@ QUERY_RECENCY_WEIGHT = 0.05
 RECENCY_HALF_LIFE_S = 3600.0
 _FAR_FUTURE = datetime.max.replace(tzinfo=UTC)
 _KIND_ORDER = {"warning": 0, "decision": 1}
-
-
-@dataclass
-class CallContext:
-    """Per tool call (or hook run): the event loop the call came from and the events to emit after it."""
-
-    loop: asyncio.AbstractEventLoop | None = None
-    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-
-
-# asyncio.to_thread copies the context, so the worker thread running a service call sees its caller's.
-CURRENT_CALL: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
-    "agent_memory_cache_call", default=None
-)
-
-
-def _notify(event: str, data: dict[str, Any]) -> None:
-    logger.info(event, extra={"event": event, **{f"ev_{k}": v for k, v in data.items()}})
-    ctx = CURRENT_CALL.get()
-    if ctx is not None:
-        ctx.events.append((event, data))
 
 
 @dataclass
@@ -460,7 +437,7 @@ class CacheService:
                 emptied.append(block_id)
         if emptied:
             self.coll.delete(emptied)
-            _notify("cache:evicted", {"identity": self.identity, "block_ids": emptied, "reason": "expired"})
+            notify("cache:evicted", {"identity": self.identity, "block_ids": emptied, "reason": "expired"})
 
     def sweep_expired(self, limit: int | None = None) -> int:
         """Delete expired items (at most ``limit``; all when None) and closed blocks left empty; return how many items.
@@ -495,7 +472,7 @@ class CacheService:
 
         st.block_vecs[block.id] = np.asarray(vec, dtype=np.float32)
         new_block = self._open_block(st, now)
-        _notify(
+        notify(
             "cache:block_closed",
             {
                 "identity": self.identity,
@@ -521,7 +498,7 @@ class CacheService:
             )
             self.coll.delete([oldest.id])
             item_ids = st.remove_block(oldest.id)
-            _notify(
+            notify(
                 "cache:evicted",
                 {
                     "identity": self.identity,

@@ -26,7 +26,7 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
     async def on_pre_compact(event: str, data: dict[str, Any]) -> Any:
         from amplifier_core.models import HookResult
 
-        from .cache import CURRENT_CALL, CallContext
+        from .cache_calls import CURRENT_CALL, CallContext
 
         ctx = CallContext(loop=asyncio.get_running_loop())
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..cache import CURRENT_CALL, CallContext
+from ..cache_calls import CURRENT_CALL, CallContext
 from ..cache_models import CacheCompactInput, CacheGetInput, CachePackInput, CacheSearchInput, CacheWriteInput
 from ..runtime import AgentMemory
 from .base import AgentMemoryTool, Outcome
