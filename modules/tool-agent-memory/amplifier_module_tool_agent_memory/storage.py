@@ -95,9 +95,11 @@ def _index_schema(spec: IndexSpec) -> Any:
 class Collection:
     """One Qdrant Edge shard. ``lock`` serialises writes and read-modify-write sequences."""
 
-    def __init__(self, name: str, shard: qdrant_edge.EdgeShard) -> None:
+    def __init__(self, name: str, shard: qdrant_edge.EdgeShard, vector_count: int = 1) -> None:
         self.name = name
         self.shard = shard
+        # Dense vectors per point: the shard counts indexed *vectors*, not points.
+        self.vector_count = vector_count
         self.lock = threading.RLock()
 
     def upsert(self, points: Sequence[tuple[str, Sequence[float] | dict[str, list[float]], dict[str, Any]]]) -> None:
@@ -167,7 +169,7 @@ class Collection:
     def unindexed_count(self) -> int:
         """Points whose vectors are not in the HNSW index yet (searched by brute force)."""
         info = self.shard.info()
-        return max(0, int(info.points_count) - int(info.indexed_vectors_count))
+        return max(0, int(info.points_count) - int(info.indexed_vectors_count) // max(1, self.vector_count))
 
     def optimize(self) -> None:
         """Index every unindexed vector now (blocking: Edge runs no optimizer in the background)."""
@@ -264,7 +266,7 @@ class IdentityStore:
             coll = self._collections.get(spec.name)
             if coll is None:
                 shard = _open_shard(self.path / spec.name, spec, self.dim)
-                coll = Collection(spec.name, shard)
+                coll = Collection(spec.name, shard, len(spec.vectors))
                 self._collections[spec.name] = coll
             return coll
 
