@@ -465,7 +465,32 @@ def _engine_latencies(svc: Any, texts: list[str]) -> dict[str, float]:
         svc.coll.query(qe.QueryRequest(limit=depth, query=qe.TextQuery("content", text),
                                        with_payload=False))
         bm25.append(time.perf_counter() - t)
-    return {**_stats("engine", hybrid), **_stats("dense", dense), **_stats("bm25", bm25)}
+    out = {**_stats("engine", hybrid), **_stats("dense", dense), **_stats("bm25", bm25)}
+    out.update(_slim_payload_latencies(svc, texts, vecs))
+    return out
+
+
+# What ranking and the tool output read; ctx_text (the longest field), content_hash and files are not.
+SLIM_PAYLOAD = ["content", "kind", "tags", "created_at", "updated_at", "importance", "thread", "seq"]
+
+
+def _slim_payload_latencies(svc: Any, texts: list[str], vecs: list[list[float]]) -> dict[str, float]:
+    """The same fused request with only the payload fields ranking needs (a proposal, measured)."""
+    import qdrant_edge as qe
+
+    try:
+        from amplifier_module_tool_agent_memory.ranking import build_request
+    except ImportError:
+        return {}
+    samples = []
+    for text, vec in zip(texts, vecs, strict=True):
+        full = build_request(text, vec, None, svc.params)
+        slim = qe.QueryRequest(limit=full.limit, prefetches=full.prefetches, query=full.query,
+                               filter=full.filter, with_payload=SLIM_PAYLOAD)
+        t = time.perf_counter()
+        svc.coll.query(slim)
+        samples.append(time.perf_counter() - t)
+    return _stats("slim", samples)
 
 
 def worker_qdrant_build(opts: argparse.Namespace) -> dict[str, Any]:
@@ -653,10 +678,11 @@ def _report(rows: list[dict[str, Any]], vec: dict[str, Any], opts: argparse.Name
     print("\nLatency, ms (ours through the mounted tools on MockCoordinator; search includes query embedding)")
     print_table(
         ["N", "search p50", "search p95", "store p50", "store p95", "embed p50", "engine p50", "engine p95",
-         "dense p50", "bm25 p50", "serve RSS MB"],
+         "slim p95", "dense p50", "bm25 p50", "serve RSS MB"],
         [[r["n"], r["serve"]["search_p50_ms"], r["serve"]["search_p95_ms"], r["serve"]["store_p50_ms"],
           r["serve"]["store_p95_ms"], r["serve"]["embed_p50_ms"], r["serve"]["engine_p50_ms"],
-          r["serve"]["engine_p95_ms"], r["serve"]["dense_p50_ms"], r["serve"]["bm25_p50_ms"],
+          r["serve"]["engine_p95_ms"], r["serve"].get("slim_p95_ms", nan), r["serve"]["dense_p50_ms"],
+          r["serve"]["bm25_p50_ms"],
           r["serve"]["serve_rss_mb"]] for r in rows],
     )
     if not opts.no_qdrant:
