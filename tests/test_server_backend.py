@@ -84,8 +84,9 @@ async def test_server_backend_without_url_fails_every_tool_naming_the_field(
     mount_tools: Callable[..., Any], storage: dict[str, Any]
 ) -> None:
     tools, _ = await mount_tools(storage=storage)
-    for name in TOOL_NAMES:
-        err = error_of(await tools[name].execute({}))
+    assert set(TOOL_NAMES) <= set(tools)
+    for tool in tools.values():
+        err = error_of(await tool.execute({}))
         assert err["type"] == "config_error"
         assert "storage.url" in err["message"] and "required when backend is 'server'" in err["message"]
 
