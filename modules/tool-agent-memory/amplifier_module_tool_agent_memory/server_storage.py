@@ -386,9 +386,11 @@ class ServerCollection(Collection):
     read-modify-write sequences within this process only.
     """
 
-    def __init__(self, name: str, server_name: str, client: QdrantClient, url: str) -> None:
+    def __init__(self, name: str, server_name: str, client: QdrantClient, url: str, vector_count: int = 1) -> None:
         # No super().__init__(): there is no Edge shard behind a server collection.
         self.name = name
+        # Dense vectors per point: like Edge, the server counts indexed vectors, not points.
+        self.vector_count = vector_count
         self.server_name = server_name
         self.client = client
         self.url = url
@@ -490,7 +492,8 @@ class ServerCollection(Collection):
         """Points whose vectors the server has not indexed yet (it indexes in the background)."""
         with _server_errors(self.url):
             info = self.client.get_collection(self.server_name)
-        return max(0, int(info.points_count or 0) - int(info.indexed_vectors_count or 0))
+        indexed = int(info.indexed_vectors_count or 0) // max(1, self.vector_count)
+        return max(0, int(info.points_count or 0) - indexed)
 
     def optimize(self) -> None:
         """Nothing to do: the server's optimizer builds indexes in the background, by its own thresholds."""
@@ -563,7 +566,7 @@ class ServerStore:
                 server_name = collection_name(self.prefix, self.identity, spec.name)
                 with _server_errors(self.url):
                     self._ensure(server_name, spec)
-                coll = ServerCollection(spec.name, server_name, self.client, self.url)
+                coll = ServerCollection(spec.name, server_name, self.client, self.url, len(spec.vectors))
                 self._collections[spec.name] = coll
             return coll
 
