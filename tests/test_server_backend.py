@@ -311,6 +311,19 @@ def test_index_status_is_read_from_the_server_and_optimize_leaves_it_to_the_serv
         release_server_store(store_)
 
 
+async def test_plan_index_status_and_build_go_through_the_server(
+    server: Any, make_runtime: Callable[..., AgentMemory]
+) -> None:
+    rt = make_runtime(**SERVER)
+    tools = runtime_tools(rt)
+    prompt = "Make the player move faster"
+    actions = [{"tool": "edit_file", "args": {"path": "src/Player.cs", "find": "5f", "replace": "7.5f"}}]
+    output_of(await tools["plan_store"].execute({"prompt": prompt, "actions": actions}))
+    assert rt.plans().unindexed() == 1  # local mode never builds an HNSW index
+    assert rt.plans().build_index() >= 0
+    assert output_of(await tools["plan_lookup"].execute({"prompt": prompt}))["hit"] is True
+
+
 # The real client path (no server listening)
 
 

@@ -224,14 +224,13 @@ class PlanService:
 
     def unindexed(self) -> int:
         """Plans whose vectors are not in the HNSW index yet (searched by brute force)."""
-        info = self.coll.shard.info()
-        return max(0, int(info.points_count) - int(info.indexed_vectors_count))
+        return self.coll.unindexed_count()
 
     def build_index(self) -> float:
         """Index every unindexed vector (blocking: seconds per 10k plans); returns the seconds spent."""
         started = time.perf_counter()
         with self._index_lock:
-            self.coll.shard.optimize()
+            self.coll.optimize()
         spent = time.perf_counter() - started
         logger.info("plan index built", extra={"seconds": round(spent, 2), "plans": self.coll.count()})
         return spent
