@@ -14,7 +14,7 @@ Synthetic plans: a few thousand distinct prompts are generated from templates an
 for real in batches; the rest are variants of them ("..., variant 17") whose vectors are
 the base vector plus a small random perturbation (renormalised), written straight into the
 ``plans`` collection with the same payload (signature included) ``plan_store`` writes.
-Past 20,000 unindexed plans ``plan_store`` builds the HNSW index (Qdrant Edge has no background
+Past 5,000 unindexed plans ``plan_store`` builds the HNSW index (Qdrant Edge has no background
 optimizer); the bulk fill bypasses ``plan_store``, so the benchmark builds it the same way and
 prints the seconds it took. Run ``--scale`` alone: it takes a few minutes on 2 cores.
 """
