@@ -46,7 +46,7 @@ def _not_blank(value: str) -> str:
 
 
 class _Input(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class CacheWriteInput(_Input):
@@ -129,7 +129,7 @@ class CachePackInput(_Input):
 
 
 class _Stored(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     @field_serializer("*", when_used="json")
     def _times(self, value: Any) -> Any:

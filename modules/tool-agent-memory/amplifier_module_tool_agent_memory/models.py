@@ -43,7 +43,7 @@ def parse_timestamp(value: object) -> datetime:
 
 
 class _Input(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class MemoryStoreInput(_Input):
@@ -129,7 +129,7 @@ class MemoryListInput(_Input):
 class MemoryRecord(BaseModel):
     """A stored memory, as exported and imported (one JSON line each)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     id: str = Field(..., min_length=1, max_length=64)
     content: str = Field(..., min_length=1, max_length=10_000)

@@ -32,7 +32,7 @@ def plan_json_bytes(actions: list[dict[str, Any]]) -> int:
 
 
 class _Input(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class PlanAction(_Input):
@@ -131,7 +131,7 @@ class PlanRewardInput(_Input):
 class PlanRecord(BaseModel):
     """A stored plan (the point's payload, minus the signature the matcher keeps beside it)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     prompt: str
     prompt_norm: str

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -34,6 +35,7 @@ class Outcome:
 Handler = Callable[[AgentMemory, Any], Outcome]
 
 
+@functools.cache
 def _compact_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON Schema without titles: sent to the LLM on every request, so keep it small."""
 
@@ -65,9 +67,13 @@ class AgentMemoryTool:
         self.name = name
         self.description = description
         self.input_model = input_model
-        self.input_schema = _compact_schema(input_model)
         self._handler = handler
         self._event = event
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        """The input model's JSON Schema, built on first read (not at mount) and shared by every mount."""
+        return _compact_schema(self.input_model)
 
     def _fail(self, message: str, kind: str) -> ToolResult:
         return ToolResult(
