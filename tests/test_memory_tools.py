@@ -180,6 +180,21 @@ async def test_list_pages_do_not_skip_memories_created_at_the_same_instant(
     assert sorted(seen) == sorted(ids)
 
 
+async def test_list_pages_of_one_kind_keep_to_that_kind_across_ties(timed_tools: dict[str, Any]) -> None:
+    decisions = {await store(timed_tools, fact, kind="decision") for fact in DISTINCT_FACTS[:3]}
+    for fact in DISTINCT_FACTS[3:6]:
+        await store(timed_tools, fact, kind="note")
+    seen: list[str] = []
+    args: dict[str, Any] = {"limit": 2, "kind": "decision"}
+    for _ in range(10):
+        out = output_of(await timed_tools["memory_list"].execute(args))
+        seen.extend(m["id"] for m in out["memories"])
+        if out["next_before"] is None:
+            break
+        args = {**args, "before": out["next_before"]}
+    assert sorted(seen) == sorted(decisions)
+
+
 async def test_list_before_excludes_memories_at_and_after_that_time(
     timed_tools: dict[str, Any], clock: ManualClock
 ) -> None:
