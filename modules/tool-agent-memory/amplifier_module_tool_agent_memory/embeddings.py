@@ -222,7 +222,8 @@ class CachedEmbedder:
             hit = self._cache.get(text)
             if hit is not None:
                 self._cache.move_to_end(text)
-                return hit
+                # A copy, so a caller that edits its vector cannot corrupt the cache.
+                return list(hit)
         vec = self.inner.embed_query(text)
         if self._size:
             with self._lock:

@@ -241,8 +241,9 @@ class MemoryService:
         """Hybrid search; compact results, best first."""
         if inp.since and inp.until and inp.since > inp.until:
             raise InvalidInput("field 'since' must not be later than field 'until'")
+        limit = inp.limit or self.config.default_limit
         vec = self.embedder.embed_query(inp.query)
-        hits = hybrid_search(self.coll, inp.query, vec, inp.limit, self._filter(inp), self.clock(), self.params)
+        hits = hybrid_search(self.coll, inp.query, vec, limit, self._filter(inp), self.clock(), self.params)
         return [public_view(h.id, h.payload, h.score) for h in hits]
 
     def get(self, memory_id: str) -> dict[str, Any]:

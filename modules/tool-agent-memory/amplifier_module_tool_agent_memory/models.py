@@ -6,14 +6,16 @@ LLM is told and what is enforced cannot drift apart.
 
 from __future__ import annotations
 
+import re
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 MemoryKind = Literal["fact", "decision", "note", "preference", "event"]
 MAX_SEARCH_LIMIT = 20
+_DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 MEMORY_KINDS: tuple[str, ...] = ("fact", "decision", "note", "preference", "event")
 
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=100, strip_whitespace=True)]
@@ -52,7 +54,8 @@ class MemoryStoreInput(_Input):
     content: str = Field(..., min_length=1, max_length=10_000, description="What to remember (1-10,000 chars).")
     tags: list[Tag] = Field(default_factory=list, max_length=50, description="Up to 50 tags, 100 chars each.")
     kind: MemoryKind = Field("note", description="fact, decision, note, preference or event.")
-    importance: float = Field(0.5, ge=0.0, le=1.0, description="0..1; boosts ranking a little.")
+    # strict: a JSON true must not pass as importance 1.0
+    importance: float = Field(0.5, ge=0.0, le=1.0, strict=True, description="0..1; boosts ranking a little.")
     files: list[FilePath] = Field(default_factory=list, max_length=50, description="Related file paths.")
 
     @field_validator("content")
@@ -67,9 +70,13 @@ class MemorySearchInput(_Input):
     """Search long-term memory."""
 
     query: str = Field(..., min_length=1, max_length=2_000, description="What to look for.")
-    limit: int = Field(5, ge=1, description="Results to return (default 5; more than 20 is capped at 20).")
+    limit: int | None = Field(
+        None, ge=1, strict=True, description="Results to return (default 5; more than 20 is capped at 20)."
+    )
     since: datetime | None = Field(None, description="Only memories created at or after this ISO-8601 time.")
-    until: datetime | None = Field(None, description="Only memories created at or before this ISO-8601 time.")
+    until: datetime | None = Field(
+        None, description="Only memories created at or before this ISO-8601 time (a date alone: the end of that day)."
+    )
     tags: list[Tag] = Field(default_factory=list, max_length=50, description="Only memories with any of these tags.")
     kind: MemoryKind | None = Field(None, description="Only this kind.")
     files: list[FilePath] = Field(default_factory=list, max_length=50, description="Only memories about these files.")
@@ -83,13 +90,24 @@ class MemorySearchInput(_Input):
 
     @field_validator("limit")
     @classmethod
-    def _cap(cls, value: int) -> int:
-        return min(value, MAX_SEARCH_LIMIT)
+    def _cap(cls, value: int | None) -> int | None:
+        return None if value is None else min(value, MAX_SEARCH_LIMIT)
 
-    @field_validator("since", "until", mode="before")
+    @field_validator("since", mode="before")
     @classmethod
-    def _iso(cls, value: object) -> datetime | None:
+    def _since(cls, value: object) -> datetime | None:
         return None if value is None else parse_timestamp(value)
+
+    @field_validator("until", mode="before")
+    @classmethod
+    def _until(cls, value: object) -> datetime | None:
+        if value is None:
+            return None
+        ts = parse_timestamp(value)
+        if isinstance(value, str) and _DATE_ONLY.fullmatch(value.strip()):
+            # "until 2026-11-22" means through that day, not up to its first instant.
+            ts = ts + timedelta(days=1) - timedelta(microseconds=1)
+        return ts
 
 
 def check_point_id(value: str) -> str:
@@ -114,7 +132,7 @@ class MemoryIdInput(_Input):
 class MemoryListInput(_Input):
     """Page through memories, newest first."""
 
-    limit: int = Field(20, ge=1, le=100, description="Memories per page (1-100, default 20).")
+    limit: int = Field(20, ge=1, le=100, strict=True, description="Memories per page (1-100, default 20).")
     before: datetime | None = Field(
         None, description="Only memories created before this ISO-8601 time (pass the previous page's next_before)."
     )

@@ -36,7 +36,8 @@ def register_session_hooks(coordinator: Any, runtime: AgentMemory) -> list[Calla
         try:
             unregister = registrar(coordinator, runtime)
         except Exception:
-            logger.exception("registering session hooks failed", extra={"registrar": getattr(registrar, "__name__", "?")})
+            name = getattr(registrar, "__name__", "?")
+            logger.exception("registering session hooks failed", extra={"registrar": name})
             continue
         if unregister is not None:
             unregisters.append(unregister)

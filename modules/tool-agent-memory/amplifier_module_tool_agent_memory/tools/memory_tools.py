@@ -18,7 +18,8 @@ def _store(rt: AgentMemory, args: MemoryStoreInput) -> Outcome:
 
 def _search(rt: AgentMemory, args: MemorySearchInput) -> Outcome:
     results = rt.memory().search(args)
-    return Outcome({"results": results, "count": len(results)}, {"ids": [r["id"] for r in results], "count": len(results)})
+    ids = [r["id"] for r in results]
+    return Outcome({"results": results, "count": len(results)}, {"ids": ids, "count": len(results)})
 
 
 def _get(rt: AgentMemory, args: MemoryIdInput) -> Outcome:
