@@ -43,6 +43,10 @@ MEMORIES = CollectionSpec(
 )
 
 _WS = re.compile(r"\s+")
+# Brute force over 10k unindexed memories (two vectors each) costs a few ms a search; past that
+# the HNSW index is built, checked every INDEX_CHECK_EVERY writes and after every import.
+INDEX_AFTER_UNINDEXED = 10_000
+INDEX_CHECK_EVERY = 500
 
 
 def normalise_content(text: str) -> str:
@@ -113,6 +117,7 @@ class MemoryService:
         self._tail: tuple[int, str] | None = None
         self._tail_loaded = False
         self._tail_lock = threading.Lock()
+        self._writes_since_check = 0
 
     def _thread_tail(self) -> tuple[int, str] | None:
         """This thread's last memory, read from the store once (a reopened session continues its thread)."""
@@ -214,6 +219,10 @@ class MemoryService:
             }
             self.coll.upsert([(memory_id, vectors, payload)])
             self._tail = (seq, content)
+        self._writes_since_check += 1
+        if self._writes_since_check >= INDEX_CHECK_EVERY:
+            self._writes_since_check = 0
+            self.coll.index_if_needed(INDEX_AFTER_UNINDEXED)
         return StoreOutcome(memory_id, created=True, redacted=report or None)
 
     def _filter(self, inp: MemorySearchInput) -> qdrant_edge.Filter | None:
@@ -357,7 +366,7 @@ class MemoryService:
             if offset is None:
                 return
 
-    def import_records(self, records: Sequence[MemoryRecord], batch: int = 256) -> dict[str, int]:
+    def import_records(self, records: Sequence[MemoryRecord], batch: int = 256) -> dict[str, Any]:
         """Write validated records, embedding in batches. Idempotent on id; secrets redacted."""
         written = 0
         thread = f"import-{uuid.uuid4()}"
@@ -395,7 +404,11 @@ class MemoryService:
                 ]
             )
             written += len(chunk)
-        return {"imported": written}
+        indexed_s = self.coll.index_if_needed(INDEX_AFTER_UNINDEXED)
+        out: dict[str, Any] = {"imported": written}
+        if indexed_s is not None:
+            out["index_seconds"] = round(indexed_s, 1)
+        return out
 
     def counts_by_kind(self) -> dict[str, int]:
         """How many memories of each kind."""

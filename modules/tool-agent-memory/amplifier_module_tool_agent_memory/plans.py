@@ -18,8 +18,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-import threading
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -220,7 +218,6 @@ class PlanService:
         self.config = config
         self.clock = clock
         self._stores_since_check = 0
-        self._index_lock = threading.Lock()
 
     def unindexed(self) -> int:
         """Plans whose vectors are not in the HNSW index yet (searched by brute force)."""
@@ -228,20 +225,14 @@ class PlanService:
 
     def build_index(self) -> float:
         """Index every unindexed vector (blocking: seconds per 10k plans); returns the seconds spent."""
-        started = time.perf_counter()
-        with self._index_lock:
-            self.coll.optimize()
-        spent = time.perf_counter() - started
-        logger.info("plan index built", extra={"seconds": round(spent, 2), "plans": self.coll.count()})
-        return spent
+        return self.coll.index_if_needed(1) or 0.0
 
     def _maybe_index(self) -> None:
         self._stores_since_check += 1
         if self._stores_since_check < INDEX_CHECK_EVERY:
             return
         self._stores_since_check = 0
-        if self.unindexed() >= INDEX_AFTER_UNINDEXED and not self._index_lock.locked():
-            self.build_index()
+        self.coll.index_if_needed(INDEX_AFTER_UNINDEXED)
 
     def _record(self, plan_id: str) -> dict[str, Any] | None:
         records = self.coll.retrieve([plan_id])

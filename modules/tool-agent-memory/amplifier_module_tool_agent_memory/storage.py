@@ -22,6 +22,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -174,6 +175,22 @@ class Collection:
     def optimize(self) -> None:
         """Index every unindexed vector now (blocking: Edge runs no optimizer in the background)."""
         self.shard.optimize()
+
+    def index_if_needed(self, min_unindexed: int) -> float | None:
+        """Build the HNSW index when at least ``min_unindexed`` points are searched by brute force.
+
+        Qdrant Edge has no background optimizer, and ``optimize()`` holds the process while it runs
+        (seconds per 10k points), so callers invoke this at natural pauses: after a bulk import,
+        or every few hundred single writes. Returns the seconds spent, or None when nothing was due.
+        """
+        if self.unindexed_count() < min_unindexed:
+            return None
+        started = time.perf_counter()
+        with self.lock:
+            self.optimize()
+        spent = time.perf_counter() - started
+        logger.info("index built", extra={"collection": self.name, "seconds": round(spent, 2)})
+        return spent
 
     def close(self) -> None:
         with self.lock:
