@@ -39,7 +39,16 @@ from typing import TYPE_CHECKING, Any
 from .config import StorageConfig
 from .errors import AgentMemoryError, ConfigError, ModelMismatchError
 from .identity import validate_identity
-from .storage import DENSE, SCHEMA_VERSION, Collection, CollectionSpec, IndexSpec, iso, utc_now
+from .storage import (
+    DENSE,
+    SCHEMA_VERSION,
+    Collection,
+    CollectionSpec,
+    IndexSpec,
+    iso,
+    open_with_other_model,
+    utc_now,
+)
 
 if TYPE_CHECKING:
     import qdrant_edge
@@ -645,10 +654,7 @@ def acquire_server_store(config: StorageConfig, identity: str, model_id: str, di
             entry = _Entry(store, client_key)
             _stores[key] = entry
         elif entry.store.model_id != model_id or entry.store.dim != dim:
-            raise ModelMismatchError(
-                f"the store of identity {identity!r} is open in this process with model "
-                f"{entry.store.model_id!r} (dim {entry.store.dim}); this session asks for {model_id!r} (dim {dim})"
-            )
+            raise open_with_other_model(identity, entry.store.model_id, entry.store.dim, model_id, dim)
         entry.refs += 1
         return entry.store
 

@@ -323,6 +323,14 @@ class _Entry:
     refs: int = 0
 
 
+def open_with_other_model(identity: str, open_model: str, open_dim: int, model_id: str, dim: int) -> ModelMismatchError:
+    """The error for a second session that asks an already open store for another embedding model."""
+    return ModelMismatchError(
+        f"the store of identity {identity!r} is open in this process with model "
+        f"{open_model!r} (dim {open_dim}); this session asks for {model_id!r} (dim {dim})"
+    )
+
+
 _registry: dict[Path, _Entry] = {}
 _registry_lock = threading.Lock()
 
@@ -339,10 +347,7 @@ def acquire_store(root: Path, identity: str, model_id: str, dim: int) -> Identit
             entry = _Entry(store)
             _registry[path] = entry
         elif entry.store.model_id != model_id or entry.store.dim != dim:
-            raise ModelMismatchError(
-                f"the store of identity {identity!r} is open in this process with model "
-                f"{entry.store.model_id!r} (dim {entry.store.dim}); this session asks for {model_id!r} (dim {dim})"
-            )
+            raise open_with_other_model(identity, entry.store.model_id, entry.store.dim, model_id, dim)
         entry.refs += 1
         return entry.store
 
