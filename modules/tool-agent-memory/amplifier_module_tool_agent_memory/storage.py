@@ -53,6 +53,32 @@ class IndexSpec:
     kind: IndexKind
 
 
+MemoryTier = Literal["pinned", "cached", "cold"]
+Quantization = Literal["int8", "turbo4", "turbo2"]
+
+
+@dataclass(frozen=True)
+class StorageLayout:
+    """Where a new shard keeps each of its structures; ``None`` leaves Qdrant's default.
+
+    Tiers (Qdrant's ``Memory``): ``pinned`` on the heap, ``cached`` memory-mapped and read into
+    the page cache when the shard opens, ``cold`` memory-mapped and read on first touch.
+    Applied when a shard is created: an existing shard keeps the layout it was created with.
+    """
+
+    vectors: MemoryTier | None = None
+    quantization: Quantization | None = None
+    quantized: MemoryTier | None = None
+    hnsw: MemoryTier | None = None
+    payload: MemoryTier | None = None
+    payload_indexes: MemoryTier | None = None
+
+    @property
+    def quantized_search(self) -> bool:
+        """Whether searches read quantized vectors first (and must rescore with the originals)."""
+        return self.quantization is not None
+
+
 @dataclass(frozen=True)
 class CollectionSpec:
     """A collection's name (its folder), its named dense vectors and the payload indexes every filtered field needs."""
@@ -60,6 +86,7 @@ class CollectionSpec:
     name: str
     indexes: tuple[IndexSpec, ...] = ()
     vectors: tuple[str, ...] = (DENSE,)
+    layout: StorageLayout = StorageLayout()
 
 
 def utc_now() -> datetime:
@@ -73,9 +100,18 @@ def iso(ts: datetime) -> str:
     return ts.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
-def _index_schema(spec: IndexSpec) -> Any:
+def _tier(tier: MemoryTier | None) -> qdrant_edge.Memory | None:
     import qdrant_edge as qe
 
+    if tier is None:
+        return None
+    return {"pinned": qe.Memory.Pinned, "cached": qe.Memory.Cached, "cold": qe.Memory.Cold}[tier]
+
+
+def _index_schema(spec: IndexSpec, tier: MemoryTier | None = None) -> Any:
+    import qdrant_edge as qe
+
+    memory = _tier(tier)
     if spec.kind == "text":
         return qe.TextIndexParams(
             tokenizer=qe.TokenizerType.Word,
@@ -83,14 +119,53 @@ def _index_schema(spec: IndexSpec) -> Any:
             stopwords=qe.Language.English,
             stemmer=qe.SnowballParams(qe.SnowballLanguage.English),
             scoring=True,
+            memory=memory,
         )
-    return {
-        "keyword": qe.PayloadSchemaType.Keyword,
-        "datetime": qe.PayloadSchemaType.Datetime,
-        "float": qe.PayloadSchemaType.Float,
-        "integer": qe.PayloadSchemaType.Integer,
-        "bool": qe.PayloadSchemaType.Bool,
-    }[spec.kind]
+    if memory is None:
+        return {
+            "keyword": qe.PayloadSchemaType.Keyword,
+            "datetime": qe.PayloadSchemaType.Datetime,
+            "float": qe.PayloadSchemaType.Float,
+            "integer": qe.PayloadSchemaType.Integer,
+            "bool": qe.PayloadSchemaType.Bool,
+        }[spec.kind]
+    params: dict[str, Any] = {
+        "keyword": qe.KeywordIndexParams,
+        "datetime": qe.DatetimeIndexParams,
+        "float": qe.FloatIndexParams,
+        "integer": qe.IntegerIndexParams,
+        "bool": qe.BoolIndexParams,
+    }
+    return params[spec.kind](memory=memory)
+
+
+def _edge_config(spec: CollectionSpec, dim: int) -> qdrant_edge.EdgeConfig:
+    import qdrant_edge as qe
+
+    layout = spec.layout
+    quantization: qdrant_edge.ScalarQuantizationConfig | qdrant_edge.TurboQuantQuantizationConfig | None = None
+    if layout.quantization == "int8":
+        quantization = qe.ScalarQuantizationConfig(
+            type=qe.ScalarType.Int8, quantile=0.99, memory=_tier(layout.quantized)
+        )
+    elif layout.quantization is not None:
+        bits = {"turbo4": qe.TurboQuantBitSize.Bits4, "turbo2": qe.TurboQuantBitSize.Bits2}[layout.quantization]
+        quantization = qe.TurboQuantQuantizationConfig(bits=bits, memory=_tier(layout.quantized))
+    hnsw = None
+    if layout.hnsw is not None:
+        # Qdrant's defaults for m, ef_construct and full_scan_threshold (KB); only the tier changes.
+        hnsw = qe.HnswIndexConfig(m=16, ef_construct=100, full_scan_threshold=10_000, memory=_tier(layout.hnsw))
+    vectors = {
+        name: qe.EdgeVectorParams(
+            size=dim,
+            distance=qe.Distance.Cosine,
+            memory=_tier(layout.vectors),
+            quantization_config=quantization,
+            hnsw_config=hnsw,
+        )
+        for name in spec.vectors
+    }
+    return qe.EdgeConfig(vectors=vectors, payload_memory=_tier(layout.payload))
 
 
 class Collection:
@@ -203,14 +278,11 @@ class Collection:
 def _open_shard(path: Path, spec: CollectionSpec, dim: int) -> qdrant_edge.EdgeShard:
     import qdrant_edge as qe
 
-    config = qe.EdgeConfig(
-        vectors={name: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine) for name in spec.vectors}
-    )
     try:
         if (path / "edge_config.json").exists():
             shard = qe.EdgeShard.load(str(path))
         else:
-            shard = qe.EdgeShard.create(str(path), config)
+            shard = qe.EdgeShard.create(str(path), _edge_config(spec, dim))
     except Exception as exc:
         if "WouldBlock" in str(exc):
             raise StoreInUseError(_in_use_message(path.parent)) from exc
@@ -218,7 +290,9 @@ def _open_shard(path: Path, spec: CollectionSpec, dim: int) -> qdrant_edge.EdgeS
     existing = shard.info().payload_schema
     for index in spec.indexes:
         if index.field not in existing:
-            shard.update(qe.UpdateOperation.create_field_index(index.field, _index_schema(index)))
+            shard.update(
+                qe.UpdateOperation.create_field_index(index.field, _index_schema(index, spec.layout.payload_indexes))
+            )
     return shard
 
 
