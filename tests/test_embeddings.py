@@ -147,10 +147,19 @@ def test_paraphrases_are_closer_than_different_topics(embedder: CachedEmbedder) 
 
 
 def test_the_query_cache_returns_identical_vectors(embedder: CachedEmbedder) -> None:
-    first = embedder.embed_query("what did we decide about retries?")
-    again = embedder.embed_query("what did we decide about retries?")
+    cache = CachedEmbedder(embedder.inner, size=4)
+    first = cache.embed_query("what did we decide about retries?")
+    again = cache.embed_query("what did we decide about retries?")
     assert again == first
-    assert again is first
+    assert (cache.hits, cache.misses) == (1, 1)
+
+
+def test_editing_a_returned_vector_does_not_change_the_cache(embedder: CachedEmbedder) -> None:
+    cache = CachedEmbedder(embedder.inner, size=4)
+    first = cache.embed_query("where do invoices live?")
+    original = list(first)
+    first[0] = 42.0
+    assert cache.embed_query("where do invoices live?") == original
 
 
 def test_a_cached_query_equals_a_fresh_embedding(embedder: CachedEmbedder) -> None:
@@ -161,21 +170,23 @@ def test_a_cached_query_equals_a_fresh_embedding(embedder: CachedEmbedder) -> No
 
 def test_the_query_cache_evicts_the_least_recently_used(embedder: CachedEmbedder) -> None:
     small = CachedEmbedder(embedder.inner, size=2)
-    alpha = small.embed_query("alpha")
+    small.embed_query("alpha")
     beta = small.embed_query("beta")
-    assert small.embed_query("alpha") is alpha  # alpha is now the most recent
+    small.embed_query("alpha")  # a hit: alpha is now the most recent
+    assert small.hits == 1
     small.embed_query("gamma")  # evicts beta, the least recently used
-    assert small.embed_query("alpha") is alpha
+    small.embed_query("alpha")
+    assert small.hits == 2
     recomputed = small.embed_query("beta")
-    assert recomputed is not beta
+    assert (small.hits, small.misses) == (2, 4)
     assert recomputed == beta
 
 
 def test_a_zero_sized_cache_caches_nothing(embedder: CachedEmbedder) -> None:
     uncached = CachedEmbedder(embedder.inner, size=0)
     first = uncached.embed_query("alpha")
-    assert uncached.embed_query("alpha") is not first
     assert uncached.embed_query("alpha") == first
+    assert (uncached.hits, uncached.misses) == (0, 2)
 
 
 def test_batch_embedding_equals_single_embedding(embedder: CachedEmbedder) -> None:

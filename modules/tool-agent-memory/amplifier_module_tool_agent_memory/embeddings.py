@@ -135,6 +135,11 @@ class LocalEmbedder(_FastembedBase):
             threads=config.threads,
             local_files_only=True,
         )
+        from .memtrim import release_heap
+
+        # Building the session folds the int8 weights into fp32 and frees the temporaries:
+        # glibc keeps ~57 MB of that heap unless asked to return it.
+        release_heap()
 
 
 class FastembedEmbedder(_FastembedBase):
@@ -213,6 +218,9 @@ class CachedEmbedder:
         self._size = size
         self._cache: OrderedDict[str, Vector] = OrderedDict()
         self._lock = threading.Lock()
+        # Counters for observability (and for tests of the LRU logic).
+        self.hits = 0
+        self.misses = 0
 
     def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
         return self.inner.embed_documents(texts)
@@ -222,12 +230,14 @@ class CachedEmbedder:
             hit = self._cache.get(text)
             if hit is not None:
                 self._cache.move_to_end(text)
+                self.hits += 1
                 # A copy, so a caller that edits its vector cannot corrupt the cache.
                 return list(hit)
+            self.misses += 1
         vec = self.inner.embed_query(text)
         if self._size:
             with self._lock:
-                self._cache[text] = vec
+                self._cache[text] = list(vec)
                 if len(self._cache) > self._size:
                     self._cache.popitem(last=False)
         return vec
