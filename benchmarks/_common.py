@@ -36,6 +36,24 @@ def peak_rss_mb() -> float:
     return kib / (1024 * 1024) if sys.platform == "darwin" else kib / 1024
 
 
+def rss_now_mb() -> dict[str, float]:
+    """Current resident set split as the kernel counts it: total, anonymous and file-backed pages, in MiB.
+
+    File-backed pages are memory-mapped store files (and libraries) this process has touched:
+    the OS may drop them under pressure, but they count in RSS while mapped. Linux only ({} elsewhere).
+    """
+    out: dict[str, float] = {}
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                key, _, value = line.partition(":")
+                if key in ("VmRSS", "RssAnon", "RssFile", "RssShmem"):
+                    out[key] = int(value.split()[0]) / 1024
+    except OSError:
+        return {}
+    return out
+
+
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
     """A plain aligned text table on stdout."""
     cells = [[str(h) for h in headers], *[[_fmt(c) for c in row] for row in rows]]

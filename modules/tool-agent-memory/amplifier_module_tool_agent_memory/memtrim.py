@@ -15,12 +15,11 @@ Two leftovers dominate a serving process once a store and the embedding model ar
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import logging
 import sys
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
@@ -28,9 +27,13 @@ _MADV_DONTNEED = 4
 
 
 @cache
-def _libc() -> ctypes.CDLL | None:
+def _libc() -> Any:
+    """glibc with madvise and malloc_trim typed, or None (not Linux/glibc)."""
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes
+    import ctypes.util
+
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]

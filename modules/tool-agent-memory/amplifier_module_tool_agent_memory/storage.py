@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import ModelMismatchError, StoreInUseError
 from .identity import validate_identity
+from .memtrim import release_heap, release_mapped_pages
 
 if TYPE_CHECKING:
     import qdrant_edge
@@ -293,6 +294,10 @@ def _open_shard(path: Path, spec: CollectionSpec, dim: int) -> qdrant_edge.EdgeS
             shard.update(
                 qe.UpdateOperation.create_field_index(index.field, _index_schema(index, spec.layout.payload_indexes))
             )
+    # Opening replays the WAL and reads the appendable segment's 32 MB index pages: ~130 MB of
+    # file pages and ~55 MB of freed heap per shard that serving never reads again.
+    release_mapped_pages(path)
+    release_heap()
     return shard
 
 
