@@ -85,12 +85,29 @@ class _FastembedBase:
     def __init__(self, batch_size: int) -> None:
         self._batch_size = batch_size
         self._model: Any = None
+        self._model_lock = threading.Lock()
+
+    def _load(self) -> Any:
+        """Build the ``TextEmbedding`` (for providers that defer it to the first embedding)."""
+        raise EmbeddingError("this embedding provider was not loaded")
+
+    def _session(self) -> Any:
+        if self._model is None:
+            with self._model_lock:
+                if self._model is None:
+                    self._model = self._load()
+                    from .memtrim import release_heap
+
+                    # Building the session folds the int8 weights into fp32 and frees the temporaries:
+                    # glibc keeps ~57 MB of that heap unless asked to return it.
+                    release_heap()
+        return self._model
 
     def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
         if not texts:
             return []
         # fastembed already returns unit vectors (normalization=True for the local model).
-        vectors = self._model.embed(list(texts), batch_size=self._batch_size)
+        vectors = self._session().embed(list(texts), batch_size=self._batch_size)
         return [v.tolist() for v in vectors]
 
     def embed_query(self, text: str) -> Vector:
@@ -129,17 +146,19 @@ class LocalEmbedder(_FastembedBase):
                 # so the weights stay in their own package and the tokenizer files in ours.
                 model_file=str(model_file.resolve()),
             )
-        self._model = TextEmbedding(
+        self._threads = config.threads
+
+    def _load(self) -> Any:
+        # Deferred to the first embedding: building the session peaks ~110 MB above its steady
+        # ~150 MB, so a store opened first (whose own opening peak is released) does not add to it.
+        from fastembed import TextEmbedding
+
+        return TextEmbedding(
             model_name=_FASTEMBED_CUSTOM_NAME,
             specific_model_path=str(_MODEL_FILES),
-            threads=config.threads,
+            threads=self._threads,
             local_files_only=True,
         )
-        from .memtrim import release_heap
-
-        # Building the session folds the int8 weights into fp32 and frees the temporaries:
-        # glibc keeps ~57 MB of that heap unless asked to return it.
-        release_heap()
 
 
 class FastembedEmbedder(_FastembedBase):
