@@ -21,7 +21,7 @@ from .errors import InvalidInput, NotFound
 from .models import MemoryListInput, MemoryRecord, MemorySearchInput, MemoryStoreInput
 from .ranking import CTX, MEMORY_VECTORS, RetrievalParams, context_text, hybrid_search
 from .redaction import redact_fields
-from .storage import DENSE, Collection, CollectionSpec, IndexSpec, iso, utc_now
+from .storage import COMPACT_LAYOUT, DENSE, Collection, CollectionSpec, IndexSpec, iso, utc_now
 
 if TYPE_CHECKING:
     import qdrant_edge
@@ -40,6 +40,7 @@ MEMORIES = CollectionSpec(
         IndexSpec("seq", "integer"),
     ),
     vectors=MEMORY_VECTORS,
+    layout=COMPACT_LAYOUT,
 )
 
 _WS = re.compile(r"\s+")

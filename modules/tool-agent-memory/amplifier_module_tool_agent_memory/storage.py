@@ -80,6 +80,25 @@ class StorageLayout:
         return self.quantization is not None
 
 
+# For collections that grow large (memories: two 384-d vectors a point, up to 100k+ points).
+# Everything memory-mapped and read on first touch; searches read only int8 copies of the vectors.
+# Measured (2 cores, 10k memories, real embeddings; RSS of a process with only the shard open,
+# after releasing the pages opening touched): Qdrant defaults 67 MB after open / 157 MB after 200
+# hybrid searches; this layout 66 / 128 MB. At 100k the defaults hold the float vectors in the page
+# cache (Cached: 300 MB of file pages mapped at open) and ~80 MB more per 10x of HNSW and indexes.
+# Searches do not rescore with the float vectors (Qdrant's default for scalar quantization): at
+# 10k rescoring left dense R@10 against exact search at 0.996 and added 29 MB of touched pages
+# and ~4 ms a search.
+COMPACT_LAYOUT = StorageLayout(
+    vectors="cold",
+    quantization="int8",
+    quantized="cold",
+    hnsw="cold",
+    payload="cold",
+    payload_indexes="cold",
+)
+
+
 @dataclass(frozen=True)
 class CollectionSpec:
     """A collection's name (its folder), its named dense vectors and the payload indexes every filtered field needs."""
