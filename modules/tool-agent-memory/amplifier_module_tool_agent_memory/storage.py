@@ -317,7 +317,44 @@ def _open_shard(path: Path, spec: CollectionSpec, dim: int) -> qdrant_edge.EdgeS
     # file pages and ~55 MB of freed heap per shard that serving never reads again.
     release_mapped_pages(path)
     release_heap()
+    _warm_page_cache(path)
     return shard
+
+
+_READAHEAD_STEP = 8 * 1024 * 1024
+
+
+def _warm_page_cache(path: Path) -> None:
+    """Ask the OS to read what searches touch into its page cache, without mapping it here.
+
+    Cold tiers read on first touch: the first 50 searches of a fresh 100k process took 22 ms each
+    (3,786 major faults) against 1 ms once read. Read ahead by the kernel, those pages cost no RSS
+    until a search maps them. Skipped: the WAL, the float vectors searches never read (quantized
+    copies are read instead), and sparse preallocated files.
+    """
+    if not hasattr(os, "posix_fadvise"):
+        return
+    for file in path.rglob("*"):
+        parts = file.relative_to(path).parts
+        if parts[0] == "wal" or not file.is_file():
+            continue
+        if any(p.startswith("vector_storage") for p in parts) and not file.name.startswith("quantized"):
+            continue
+        try:
+            st = file.stat()
+            if st.st_blocks * 512 < st.st_size // 2:
+                continue
+            fd = os.open(file, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            # The kernel reads ahead at most 8 MiB per call.
+            for offset in range(0, st.st_size, _READAHEAD_STEP):
+                os.posix_fadvise(fd, offset, _READAHEAD_STEP, os.POSIX_FADV_WILLNEED)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 def _in_use_message(path: Path) -> str:
