@@ -23,8 +23,9 @@ Which calls are in a plan (:func:`is_replayable`): not the module's own tools
 (``memory_*``, ``cache_*``, ``plan_*``), not read-only lookups, not the names in
 ``plans.capture_skip_tools``. A *task call* is any call but the module's own tools: a failed
 read-only lookup also keeps the turn from being stored, because "all calls succeeded" is
-the rule. Calls are kept in the order of their ``tool:pre`` (the order the model asked for
-them); a ``tool:post`` is paired with the oldest unfinished call of the same tool and input,
+the rule. Calls are kept in the order their ``tool:pre`` events arrive: the model's order for
+sequential calls; for a parallel group, the order the orchestrator started them (which may vary,
+and does not matter for calls that ran concurrently). A ``tool:post`` is paired with the oldest unfinished call of the same tool and input,
 which is exact for the orchestrators' parallel groups too.
 """
 
