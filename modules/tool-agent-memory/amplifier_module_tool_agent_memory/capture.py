@@ -25,8 +25,8 @@ Which calls are in a plan (:func:`is_replayable`): not the module's own tools
 read-only lookup also keeps the turn from being stored, because "all calls succeeded" is
 the rule. Calls are kept in the order their ``tool:pre`` events arrive: the model's order for
 sequential calls; for a parallel group, the order the orchestrator started them (which may vary,
-and does not matter for calls that ran concurrently). A ``tool:post`` is paired with the oldest unfinished call of the same tool and input,
-which is exact for the orchestrators' parallel groups too.
+and does not matter for calls that ran concurrently). A ``tool:post`` is paired with the
+oldest unfinished call of the same tool and input, which is exact for parallel groups too.
 """
 
 from __future__ import annotations
