@@ -76,3 +76,21 @@ async def tools(mount_tools: Callable[..., Any]) -> dict[str, Any]:
     """The module's tools for identity 'alice' on a fresh root."""
     mounted, _ = await mount_tools()
     return mounted
+
+
+@pytest.fixture
+def clock() -> Any:
+    """A clock the test moves by hand (memory_helpers.ManualClock)."""
+    from memory_helpers import ManualClock
+
+    return ManualClock()
+
+
+@pytest.fixture
+def timed_tools(make_runtime: Callable[..., AgentMemory], clock: Any) -> dict[str, Any]:
+    """Tools of a runtime whose clock the test controls."""
+    from memory_helpers import runtime_tools
+
+    rt = make_runtime()
+    rt.clock = clock
+    return runtime_tools(rt)

@@ -7,26 +7,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from memory_helpers import ManualClock, output_of, runtime_tools
+from memory_helpers import ManualClock, output_of
 
 from amplifier_module_tool_agent_memory.embeddings import CachedEmbedder
-from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
 ORIGINAL = "We chose PostgreSQL for the billing service."
 NEAR = "We picked PostgreSQL for the billing service."  # cosine about 0.98 with ORIGINAL
 OTHER = "We chose MySQL for the billing service."  # cosine about 0.81 with ORIGINAL
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def timed_tools(make_runtime: Callable[..., AgentMemory], clock: ManualClock) -> dict[str, Any]:
-    rt = make_runtime()
-    rt.clock = clock
-    return runtime_tools(rt)
 
 
 async def _store(tools: dict[str, Any], content: str, **fields: Any) -> dict[str, Any]:

@@ -7,25 +7,11 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-import pytest
 from memory_helpers import DISTINCT_FACTS, T0, ManualClock, error_of, output_of, runtime_tools
 
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
 MEMORY_TOOLS = {"memory_store", "memory_search", "memory_get", "memory_forget", "memory_list"}
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def timed_tools(make_runtime: Callable[..., AgentMemory], clock: ManualClock) -> dict[str, Any]:
-    """Tools of a runtime whose clock the test controls."""
-    rt = make_runtime()
-    rt.clock = clock
-    return runtime_tools(rt)
 
 
 async def store(tools: dict[str, Any], content: str, **fields: Any) -> str:
