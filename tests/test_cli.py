@@ -17,7 +17,7 @@ import pytest
 from amplifier_module_tool_agent_memory.cache_models import CacheWriteInput
 from amplifier_module_tool_agent_memory.cli import main
 from amplifier_module_tool_agent_memory.config import parse_config
-from amplifier_module_tool_agent_memory.embeddings import CachedEmbedder
+from amplifier_module_tool_agent_memory.embeddings import LOCAL_MODEL_ID, CachedEmbedder
 from amplifier_module_tool_agent_memory.identity import IDENTITY_ENV, ResolvedIdentity
 from amplifier_module_tool_agent_memory.models import MemoryStoreInput
 from amplifier_module_tool_agent_memory.plan_models import PlanStoreInput
@@ -129,7 +129,7 @@ def test_inspect_reports_path_model_counts_and_disk_use(cli: Run, root: Path, sa
     report = run_json(cli, "inspect")
     assert report["identity"] == "alice"
     assert report["path"] == str(root / "alice")
-    assert report["embedding_model"] == "local:all-MiniLM-L6-v2-int8" and report["dim"] == 384
+    assert report["embedding_model"] == LOCAL_MODEL_ID and report["dim"] == 384
     assert report["memories"] == {
         "total": 3,
         "by_kind": {"fact": 1, "decision": 1, "note": 0, "preference": 1, "event": 0},
@@ -305,7 +305,7 @@ def test_store_in_use_by_another_process_is_a_one_line_error(cli: Run, foreign_l
 
 def test_model_mismatch_is_a_one_line_error(cli: Run, root: Path) -> None:
     (root / "alice").mkdir()
-    meta = {"model_id": "local:all-MiniLM-L6-v2-int8", "dim": 128, "schema": 1}
+    meta = {"model_id": LOCAL_MODEL_ID, "dim": 128, "schema": 1}
     (root / "alice" / STORE_META).write_text(json.dumps(meta))
     code, _, err = cli("list")
     assert code == 1
@@ -394,6 +394,6 @@ def test_inspect_and_gc_work_on_the_server_backend(cli: Run, server_config: Path
     report = run_json(cli, "inspect", *config)
     assert report["backend"] == "server" and report["exists"] is True
     assert report["memories"]["total"] == 1 and report["disk_bytes"] is None
-    assert report["embedding_model"] == "local:all-MiniLM-L6-v2-int8"
+    assert report["embedding_model"] == LOCAL_MODEL_ID
     assert run_json(cli, "gc", *config)["removed"] == 0
     assert not (root / "alice").exists()

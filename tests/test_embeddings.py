@@ -62,6 +62,8 @@ def test_the_local_model_loads_offline_from_the_installed_files(tmp_path: Path) 
         "TRANSFORMERS_OFFLINE": "1",
         "HF_HOME": str(tmp_path / "hf"),
         "FASTEMBED_CACHE_PATH": str(tmp_path / "fastembed"),
+        # An empty cache dir: the int8 graph is built from the installed file, offline too.
+        "AGENT_MEMORY_CACHE_DIR": str(tmp_path / "agent-memory-cache"),
         "HTTPS_PROXY": "http://127.0.0.1:9",
         "HTTP_PROXY": "http://127.0.0.1:9",
     }
@@ -74,6 +76,7 @@ def test_the_local_model_loads_offline_from_the_installed_files(tmp_path: Path) 
     assert result["model_id"] == LOCAL_MODEL_ID
     assert result["dim"] == LOCAL_DIM
     assert abs(result["norm"] - 1.0) < 1e-5
+    assert [p.suffix for p in (tmp_path / "agent-memory-cache").iterdir()] == [".onnx"]
 
 
 def test_the_installed_model_file_has_the_pinned_sha256() -> None:

@@ -46,7 +46,14 @@ class EmbeddingConfig(_Strict):
     dimensions: int | None = Field(
         None, ge=1, le=8192, description="Vector size for openai models the module does not know."
     )
-    batch_size: int = Field(64, ge=1, le=2048, description="Texts embedded per batch on import.")
+    batch_size: int = Field(
+        64, ge=1, le=2048, description="Texts per batch on import (fastembed, openai; local embeds one per run)."
+    )
+    cache_dir: str | None = Field(
+        None,
+        description="Where local keeps its int8 graph, built once from the shipped model "
+        "(default $AGENT_MEMORY_CACHE_DIR, else $XDG_CACHE_HOME/agent-memory, else ~/.cache/agent-memory).",
+    )
     query_cache_size: int = Field(2048, ge=0, le=1_000_000, description="LRU size of query embeddings.")
     # One intra-op thread: a tool call embeds one short text, where a second thread buys little
     # and, with the other core busy (the agent's host, other tools), doubles the latency:

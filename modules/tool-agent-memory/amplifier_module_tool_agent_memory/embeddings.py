@@ -22,11 +22,13 @@ from .errors import EmbeddingError
 
 logger = logging.getLogger(__name__)
 
-LOCAL_MODEL_ID = "local:all-MiniLM-L6-v2-int8"
+# "-dq": the int8 weights run through int8 kernels (see int8_graph.py); the vectors differ from
+# the fp32-folded graph's (cosine ~0.994), so stores record which one made theirs.
+LOCAL_MODEL_ID = "local:all-MiniLM-L6-v2-int8-dq"
 LOCAL_DIM = 384
 LOCAL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MODEL_PATH_ENV = "AGENT_MEMORY_MODEL_PATH"
-_FASTEMBED_CUSTOM_NAME = "agent-memory/all-MiniLM-L6-v2-int8"
+_FASTEMBED_CUSTOM_NAME = "agent-memory/all-MiniLM-L6-v2-int8-dq"
 _MODEL_FILES = Path(__file__).parent / "model_files"
 _OPENAI_DIMS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
 
@@ -134,27 +136,38 @@ class LocalEmbedder(_FastembedBase):
         from fastembed import TextEmbedding
         from fastembed.common.model_description import ModelSource, PoolingType
 
+        from .int8_graph import int8_model_file
+
+        try:
+            graph_file = int8_model_file(model_file, actual, Path(config.cache_dir) if config.cache_dir else None)
+        except Exception as exc:
+            raise EmbeddingError(f"could not prepare the int8 graph of {model_file}: {exc}") from exc
+        # fastembed keeps one description per name: the name carries the file, so two cache dirs coexist.
+        self._name = f"{_FASTEMBED_CUSTOM_NAME}-{hashlib.sha256(str(graph_file).encode()).hexdigest()[:12]}"
         known = {m["model"] for m in TextEmbedding.list_supported_models()}
-        if _FASTEMBED_CUSTOM_NAME not in known:
+        if self._name not in known:
             TextEmbedding.add_custom_model(
-                model=_FASTEMBED_CUSTOM_NAME,
+                model=self._name,
                 pooling=PoolingType.MEAN,
                 normalization=True,
                 sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
                 dim=LOCAL_DIM,
                 # fastembed joins model_dir / model_file; an absolute path wins the join,
                 # so the weights stay in their own package and the tokenizer files in ours.
-                model_file=str(model_file.resolve()),
+                model_file=str(graph_file.resolve()),
             )
         self._threads = config.threads
+        # Activations are quantised per run: one text per run keeps a text's vector independent of
+        # its batch neighbours (and wastes no time on padding).
+        self._batch_size = 1
 
     def _load(self) -> Any:
-        # Deferred to the first embedding: building the session peaks ~110 MB above its steady
-        # ~150 MB, so a store opened first (whose own opening peak is released) does not add to it.
+        # Deferred to the first embedding, so a store opened first (whose own opening peak is
+        # released) does not add to the session's build peak.
         from fastembed import TextEmbedding
 
         return TextEmbedding(
-            model_name=_FASTEMBED_CUSTOM_NAME,
+            model_name=self._name,
             specific_model_path=str(_MODEL_FILES),
             threads=self._threads,
             local_files_only=True,
@@ -210,9 +223,7 @@ class OpenAIEmbedder:
                 raise EmbeddingError(f"embedding request to {self._model_name!r} failed: {exc}") from exc
             ordered = sorted(response.data, key=lambda item: item.index)
             if len(ordered) != len(batch):
-                raise EmbeddingError(
-                    f"{self._model_name!r} returned {len(ordered)} embeddings for {len(batch)} texts"
-                )
+                raise EmbeddingError(f"{self._model_name!r} returned {len(ordered)} embeddings for {len(batch)} texts")
             for item in ordered:
                 # A wrong size would otherwise surface later as an opaque storage error.
                 if self.dim and len(item.embedding) != self.dim:
