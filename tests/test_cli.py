@@ -312,6 +312,24 @@ def test_model_mismatch_is_a_one_line_error(cli: Run, root: Path) -> None:
     assert "was written with embedding model" in err and len(err.strip().splitlines()) == 1
 
 
+def test_a_store_written_by_another_model_can_still_be_exported_and_reimported(
+    cli: Run, root: Path, make_runtime: Callable[..., AgentMemory], tmp_path: Path
+) -> None:
+    rt = make_runtime("alice")
+    stored = rt.memory().store(MemoryStoreInput(content="The nightly backup runs at 02:00 UTC", kind="fact"))
+    rt.close()
+    meta_path = root / "alice" / STORE_META
+    # As if written by a model this install no longer has (the fp32 graph's id, before "-dq").
+    meta_path.write_text(json.dumps({**json.loads(meta_path.read_text()), "model_id": "local:all-MiniLM-L6-v2-int8"}))
+    assert cli("list")[0] == 1
+    dump = tmp_path / "alice.jsonl"
+    assert run_json(cli, "export", "--out", str(dump))["exported"] == 1
+    assert json.loads(meta_path.read_text())["model_id"] == "local:all-MiniLM-L6-v2-int8"
+    assert run_json(cli, "import", str(dump), identity="bob")["imported"] == 1
+    found = run_json(cli, "search", "when does the backup run", identity="bob")
+    assert found["results"][0]["id"] == stored.id
+
+
 def test_usage_error_exits_2(cli: Run) -> None:
     code, _, err = cli("store", "x", "--kind", "opinion")
     assert code == 2 and "invalid choice" in err

@@ -20,9 +20,12 @@ from qdrant_client import QdrantClient
 from qdrant_client.http import models as qm
 
 from amplifier_module_tool_agent_memory import server_storage
-from amplifier_module_tool_agent_memory.config import StorageConfig
+from amplifier_module_tool_agent_memory.config import StorageConfig, parse_config
 from amplifier_module_tool_agent_memory.embeddings import CachedEmbedder
+from amplifier_module_tool_agent_memory.errors import ModelMismatchError
+from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
 from amplifier_module_tool_agent_memory.memory import MEMORIES
+from amplifier_module_tool_agent_memory.models import MemoryStoreInput
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 from amplifier_module_tool_agent_memory.server_storage import (
     acquire_server_store,
@@ -250,6 +253,34 @@ async def test_a_store_written_with_another_model_is_refused(
     assert err["type"] == "model_mismatch"
     assert "other-embedding-model" in err["message"] and embedder.model_id in err["message"]
     assert "agent_memory__alice__memories" in err["message"]
+
+
+def test_a_store_written_with_another_model_can_still_be_exported(
+    server: Any, root: Path, embedder: CachedEmbedder
+) -> None:
+    rt = AgentMemory(parse_config({"storage_root": str(root), **SERVER}), ResolvedIdentity("alice", "config"))
+    stored = rt.memory().store(MemoryStoreInput(content="The nightly backup runs at 02:00 UTC", kind="fact"))
+    client = server()
+    name = rt.memory().coll.server_name
+    record = client.get_collection(name).config.metadata[server_storage.META_KEY]
+    # As if another model (no longer configured) had written it.
+    client.update_collection(name, metadata={server_storage.META_KEY: {**record, "model_id": "other-embedding-model"}})
+    rt.close()
+    refused = AgentMemory(parse_config({"storage_root": str(root), **SERVER}), ResolvedIdentity("alice", "config"))
+    with pytest.raises(ModelMismatchError):
+        refused.memory()
+    refused.close()
+
+    exporter = AgentMemory(
+        parse_config({"storage_root": str(root), **SERVER}),
+        ResolvedIdentity("alice", "config"),
+        adopt_recorded_model=True,
+    )
+    try:
+        assert [r.id for r in exporter.memory().export()] == [stored.id]
+        assert exporter.store().model_id == "other-embedding-model"
+    finally:
+        exporter.close()
 
 
 async def test_a_foreign_collection_with_our_name_is_refused(server: Any, mount_tools: Callable[..., Any]) -> None:

@@ -120,13 +120,13 @@ def build_config(args: argparse.Namespace, identity: str) -> MemoryConfig:
 
 
 @contextmanager
-def open_runtime(args: argparse.Namespace) -> Iterator[AgentMemory]:
+def open_runtime(args: argparse.Namespace, *, adopt_recorded_model: bool = False) -> Iterator[AgentMemory]:
     """An :class:`AgentMemory` for the command's identity and root, closed on exit."""
     from .runtime import AgentMemory
 
     identity = resolve_cli_identity(getattr(args, "identity", None))
     config = build_config(args, identity.name)
-    runtime = AgentMemory(config, identity, session_id="cli")
+    runtime = AgentMemory(config, identity, session_id="cli", adopt_recorded_model=adopt_recorded_model)
     try:
         yield runtime
     finally:
@@ -389,7 +389,8 @@ def _output_stream(path: str | None) -> Iterator[IO[str]]:
 
 def cmd_export(args: argparse.Namespace) -> int:
     count = 0
-    with open_runtime(args) as rt, _output_stream(args.out) as out:
+    # Whatever model wrote the store: export is the way out of a model change (export, move, import).
+    with open_runtime(args, adopt_recorded_model=True) as rt, _output_stream(args.out) as out:
         identity = rt.identity_name
         for record in rt.memory().export():
             out.write(record.model_dump_json() + "\n")

@@ -41,8 +41,11 @@ class AgentMemory:
         coordinator: Any = None,
         session_id: str = "local",
         clock: Callable[[], datetime] = utc_now,
+        adopt_recorded_model: bool = False,
     ) -> None:
+        """``adopt_recorded_model``: open the store whatever model wrote it (export: it embeds nothing)."""
         self.config = config
+        self.adopt_recorded_model = adopt_recorded_model
         self.identity = identity
         self.setup_error = setup_error
         self.coordinator = coordinator
@@ -97,11 +100,19 @@ class AgentMemory:
                     from .server_storage import acquire_server_store
 
                     self._store = acquire_server_store(
-                        self.config.storage, identity.name, embedder.model_id, embedder.dim
+                        self.config.storage,
+                        identity.name,
+                        embedder.model_id,
+                        embedder.dim,
+                        adopt_recorded_model=self.adopt_recorded_model,
                     )
                 else:
                     self._store = acquire_store(
-                        self.config.resolved_root(), identity.name, embedder.model_id, embedder.dim
+                        self.config.resolved_root(),
+                        identity.name,
+                        embedder.model_id,
+                        embedder.dim,
+                        adopt_recorded_model=self.adopt_recorded_model,
                     )
                 logger.info(
                     "memory store opened",

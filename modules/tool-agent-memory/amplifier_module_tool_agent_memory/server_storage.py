@@ -521,6 +521,7 @@ class ServerStore:
     model_id: str
     dim: int
     client: QdrantClient
+    adopt_recorded_model: bool = False
     _collections: dict[str, ServerCollection] = field(default_factory=dict)
     _guard: threading.Lock = field(default_factory=threading.Lock)
 
@@ -557,6 +558,9 @@ class ServerStore:
                 f"the server collection {server_name!r} at {self.url} was not created by agent-memory (it has "
                 "no model record); choose another storage.collection_prefix"
             )
+        if self.adopt_recorded_model:
+            self.model_id, self.dim = str(record["model_id"]), int(record.get("dim", -1))
+            return
         if record.get("model_id") != self.model_id or int(record.get("dim", -1)) != self.dim:
             raise ModelMismatchError(
                 f"the server collection {server_name!r} of identity {self.identity!r} at {self.url} was written "
@@ -629,8 +633,13 @@ _clients: dict[tuple[str, str | None, float], _Client] = {}
 _registry_lock = threading.Lock()
 
 
-def acquire_server_store(config: StorageConfig, identity: str, model_id: str, dim: int) -> ServerStore:
-    """The process's shared store of ``identity`` on the server of ``config`` (one client per server)."""
+def acquire_server_store(
+    config: StorageConfig, identity: str, model_id: str, dim: int, *, adopt_recorded_model: bool = False
+) -> ServerStore:
+    """The process's shared store of ``identity`` on the server of ``config`` (one client per server).
+
+    ``adopt_recorded_model``: open it whatever model wrote it (for export, which embeds nothing).
+    """
     if config.url is None:
         raise ConfigError("invalid tool-agent-memory config: field 'storage.url' is required when backend is 'server'")
     identity = validate_identity(identity)
@@ -642,7 +651,9 @@ def acquire_server_store(config: StorageConfig, identity: str, model_id: str, di
             shared = _clients.get(client_key)
             if shared is None:
                 shared = _Client(client_factory(config))
-            store = ServerStore(identity, config.url, config.collection_prefix, model_id, dim, shared.client)
+            store = ServerStore(
+                identity, config.url, config.collection_prefix, model_id, dim, shared.client, adopt_recorded_model
+            )
             try:
                 store.open()
             except BaseException:
@@ -653,7 +664,7 @@ def acquire_server_store(config: StorageConfig, identity: str, model_id: str, di
             shared.refs += 1
             entry = _Entry(store, client_key)
             _stores[key] = entry
-        elif entry.store.model_id != model_id or entry.store.dim != dim:
+        elif not adopt_recorded_model and (entry.store.model_id != model_id or entry.store.dim != dim):
             raise open_with_other_model(identity, entry.store.model_id, entry.store.dim, model_id, dim)
         entry.refs += 1
         return entry.store

@@ -377,6 +377,9 @@ class IdentityStore:
     path: Path
     model_id: str
     dim: int
+    # Export reads records and embeds nothing: it takes the store's recorded model as its own, so a
+    # store written by a model no longer configured (or installed) can still be exported.
+    adopt_recorded_model: bool = False
     _lock_fd: int = -1
     _collections: dict[str, Collection] = field(default_factory=dict)
     _guard: threading.Lock = field(default_factory=threading.Lock)
@@ -401,6 +404,9 @@ class IdentityStore:
         meta_path = self.path / STORE_META
         if meta_path.exists():
             meta = json.loads(meta_path.read_text())
+            if self.adopt_recorded_model and "model_id" in meta:
+                self.model_id, self.dim = str(meta["model_id"]), int(meta.get("dim", -1))
+                return
             if meta.get("model_id") != self.model_id or int(meta.get("dim", -1)) != self.dim:
                 raise ModelMismatchError(
                     f"the store of identity {self.identity!r} ({self.path}) was written with embedding "
@@ -473,18 +479,25 @@ _registry: dict[Path, _Entry] = {}
 _registry_lock = threading.Lock()
 
 
-def acquire_store(root: Path, identity: str, model_id: str, dim: int) -> IdentityStore:
-    """The process's shared handle of ``root/identity``, opened on first acquire."""
+def acquire_store(
+    root: Path, identity: str, model_id: str, dim: int, *, adopt_recorded_model: bool = False
+) -> IdentityStore:
+    """The process's shared handle of ``root/identity``, opened on first acquire.
+
+    ``adopt_recorded_model``: open the store whatever model wrote it (for export, which embeds nothing).
+    """
     # The identity becomes a folder name: refuse (never normalise) anything that could leave the root.
     path = (root / validate_identity(identity)).resolve()
     with _registry_lock:
         entry = _registry.get(path)
         if entry is None:
-            store = IdentityStore(identity=identity, path=path, model_id=model_id, dim=dim)
+            store = IdentityStore(
+                identity=identity, path=path, model_id=model_id, dim=dim, adopt_recorded_model=adopt_recorded_model
+            )
             store.open()
             entry = _Entry(store)
             _registry[path] = entry
-        elif entry.store.model_id != model_id or entry.store.dim != dim:
+        elif not adopt_recorded_model and (entry.store.model_id != model_id or entry.store.dim != dim):
             raise open_with_other_model(identity, entry.store.model_id, entry.store.dim, model_id, dim)
         entry.refs += 1
         return entry.store
