@@ -12,7 +12,7 @@ fp32. This module rewrites the graph once, from the sha256-verified file, so tha
 
 Measured on this machine, one thread: a 53-token text 12.7 -> 6.6 ms, a 12-token query
 2.9 -> 1.7 ms, the session's memory 94 -> 52 MB. Vectors agree with the fp32 graph's at cosine
-0.986-0.999 (mean 0.994) over 300 LoCoMo texts, 0.977 at worst for 1-3 word texts; LoCoMo R@10
+0.986 or more (mean 0.994) over 300 LoCoMo texts, 0.977 at worst for 1-3 word texts; LoCoMo R@10
 0.746 -> 0.740. Activations are quantised per tensor, so a text's vector would depend on the
 texts padded into the same batch: the local provider embeds one text per run.
 
