@@ -12,6 +12,7 @@ import logging
 import math
 import os
 import threading
+from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -246,7 +247,9 @@ class CachedEmbedder:
         self.model_id = inner.model_id
         self.dim = inner.dim
         self._size = size
-        self._cache: OrderedDict[str, Vector] = OrderedDict()
+        # Packed doubles (3 KB for 384 dims) instead of a list of float objects (~12 KB): a full
+        # cache of 2,048 queries held 25 MB of the serving process's heap as lists.
+        self._cache: OrderedDict[str, array[float]] = OrderedDict()
         self._lock = threading.Lock()
         # Counters for observability (and for tests of the LRU logic).
         self.hits = 0
@@ -267,7 +270,7 @@ class CachedEmbedder:
         vec = self.inner.embed_query(text)
         if self._size:
             with self._lock:
-                self._cache[text] = list(vec)
+                self._cache[text] = array("d", vec)
                 if len(self._cache) > self._size:
                     self._cache.popitem(last=False)
         return vec
