@@ -33,6 +33,7 @@ from amplifier_module_tool_agent_memory.server_storage import (
     release_server_store,
     text_index_params,
 )
+from amplifier_module_tool_agent_memory.storage import IndexSpec
 
 # Local mode ignores keyword/datetime indexes (it scans); a server uses them.
 pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")
@@ -373,3 +374,11 @@ def test_a_server_gets_stemmed_english_text_indexes_and_local_mode_the_default_t
     assert params.stopwords is not None and params.scoring
     local = text_index_params(QdrantClient(location=":memory:"))
     assert local.stemmer is None and local.stopwords is None and local.scoring
+
+
+def test_server_payload_indexes_get_hnsw_links_only_where_the_spec_asks() -> None:
+    remote = server_storage.build_client(StorageConfig(backend="server", url="http://127.0.0.1:9", timeout_s=1))
+    assert server_storage._index_schema(remote, IndexSpec("kind", "keyword", hnsw=True)).enable_hnsw is True
+    assert server_storage._index_schema(remote, IndexSpec("seq", "integer")).enable_hnsw is False
+    assert server_storage._index_schema(remote, IndexSpec("created_at", "datetime")).enable_hnsw is False
+    assert text_index_params(remote).enable_hnsw is False

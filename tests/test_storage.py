@@ -302,3 +302,23 @@ def test_acquire_and_release_count_references(root: Path) -> None:
     assert open_store_count() == before + 1
     release_store(b)
     assert open_store_count() == before
+
+
+def test_only_fields_that_filter_vector_searches_get_payload_aware_hnsw_links(
+    make_runtime: Callable[..., AgentMemory],
+) -> None:
+    rt = make_runtime("alice")
+    schema = rt.memory().coll.shard.info().payload_schema
+    with_links = {name for name, info in schema.items() if info.params.enable_hnsw}
+    # memory_search filters its vector lists on kind, tags and files (and near-duplicates on kind);
+    # text, thread, seq, content_hash and created_at filter scrolls, counts or a range the planner
+    # serves from the payload index.
+    assert with_links == {"kind", "tags", "files"}
+    assert {"content", "ctx_text", "created_at", "content_hash", "thread", "seq"} <= set(schema) - with_links
+
+
+def test_the_cache_builds_no_payload_aware_hnsw_links(make_runtime: Callable[..., AgentMemory]) -> None:
+    from amplifier_module_tool_agent_memory.cache import CACHE
+
+    schema = make_runtime("alice").store().collection(CACHE).shard.info().payload_schema
+    assert schema and not any(info.params.enable_hnsw for info in schema.values())

@@ -31,9 +31,9 @@ MEMORIES = CollectionSpec(
     (
         IndexSpec("content", "text"),
         IndexSpec("ctx_text", "text"),
-        IndexSpec("kind", "keyword"),
-        IndexSpec("tags", "keyword"),
-        IndexSpec("files", "keyword"),
+        IndexSpec("kind", "keyword", hnsw=True),
+        IndexSpec("tags", "keyword", hnsw=True),
+        IndexSpec("files", "keyword", hnsw=True),
         IndexSpec("created_at", "datetime"),
         IndexSpec("content_hash", "keyword"),
         IndexSpec("thread", "keyword"),

@@ -44,7 +44,7 @@ PLANS = CollectionSpec(
     (
         # qdrant-edge 0.9.0's MatchValue(False) matches no bool payload (the binding passes bools as ints),
         # so filters use this keyword mirror of ``stale``: "fresh" or "stale".
-        IndexSpec("status", "keyword"),
+        IndexSpec("status", "keyword", hnsw=True),
         IndexSpec("prompt_norm", "keyword"),
         IndexSpec("updated_at", "datetime"),
         IndexSpec("score", "float"),

@@ -102,6 +102,8 @@ def text_index_params(client: QdrantClient) -> qm.TextIndexParams:
         stopwords=qm.Language.ENGLISH,
         stemmer=qm.SnowballParams(type=qm.Snowball.SNOWBALL, language=qm.SnowballLanguage.ENGLISH),
         scoring=True,
+        # No vector search is filtered on text: see IndexSpec.hnsw.
+        enable_hnsw=False,
     )
 
 
@@ -110,13 +112,14 @@ def _index_schema(client: QdrantClient, spec: IndexSpec) -> Any:
 
     if spec.kind == "text":
         return text_index_params(client)
-    return {
-        "keyword": qm.PayloadSchemaType.KEYWORD,
-        "datetime": qm.PayloadSchemaType.DATETIME,
-        "float": qm.PayloadSchemaType.FLOAT,
-        "integer": qm.PayloadSchemaType.INTEGER,
-        "bool": qm.PayloadSchemaType.BOOL,
-    }[spec.kind]
+    params: dict[str, Any] = {
+        "keyword": qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD, enable_hnsw=spec.hnsw),
+        "datetime": qm.DatetimeIndexParams(type=qm.DatetimeIndexType.DATETIME, enable_hnsw=spec.hnsw),
+        "float": qm.FloatIndexParams(type=qm.FloatIndexType.FLOAT, enable_hnsw=spec.hnsw),
+        "integer": qm.IntegerIndexParams(type=qm.IntegerIndexType.INTEGER, enable_hnsw=spec.hnsw),
+        "bool": qm.BoolIndexParams(type=qm.BoolIndexType.BOOL, enable_hnsw=spec.hnsw),
+    }
+    return params[spec.kind]
 
 
 def collection_name(prefix: str, identity: str, name: str) -> str:

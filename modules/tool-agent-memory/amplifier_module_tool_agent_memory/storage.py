@@ -48,10 +48,18 @@ IndexKind = Literal["keyword", "datetime", "float", "integer", "bool", "text"]
 
 @dataclass(frozen=True)
 class IndexSpec:
-    """One payload index. ``text`` is a full-text index with BM25 scoring and English stemming."""
+    """One payload index. ``text`` is a full-text index with BM25 scoring and English stemming.
+
+    ``hnsw``: also build payload-aware HNSW links for this field's values, which keep a vector
+    search filtered on it accurate. Only fields that filter vector searches need them: Qdrant
+    builds extra graph links for every value (every frequent word of a text field, every range
+    block of a number) that covers enough points, so an index build of 100k memories spent
+    minutes on fields that only ever filter scrolls and counts.
+    """
 
     field: str
     kind: IndexKind
+    hnsw: bool = False
 
 
 MemoryTier = Literal["pinned", "cached", "cold"]
@@ -143,15 +151,8 @@ def _index_schema(spec: IndexSpec, tier: MemoryTier | None = None) -> Any:
             stemmer=qe.SnowballParams(qe.SnowballLanguage.English),
             scoring=True,
             memory=memory,
+            enable_hnsw=spec.hnsw,
         )
-    if memory is None:
-        return {
-            "keyword": qe.PayloadSchemaType.Keyword,
-            "datetime": qe.PayloadSchemaType.Datetime,
-            "float": qe.PayloadSchemaType.Float,
-            "integer": qe.PayloadSchemaType.Integer,
-            "bool": qe.PayloadSchemaType.Bool,
-        }[spec.kind]
     params: dict[str, Any] = {
         "keyword": qe.KeywordIndexParams,
         "datetime": qe.DatetimeIndexParams,
@@ -159,7 +160,7 @@ def _index_schema(spec: IndexSpec, tier: MemoryTier | None = None) -> Any:
         "integer": qe.IntegerIndexParams,
         "bool": qe.BoolIndexParams,
     }
-    return params[spec.kind](memory=memory)
+    return params[spec.kind](memory=memory, enable_hnsw=spec.hnsw)
 
 
 def _edge_config(spec: CollectionSpec, dim: int) -> qdrant_edge.EdgeConfig:
