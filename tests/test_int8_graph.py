@@ -15,7 +15,8 @@ from onnx import numpy_helper as nh
 from tokenizers import Tokenizer
 
 from amplifier_module_tool_agent_memory import int8_graph
-from amplifier_module_tool_agent_memory.embeddings import LOCAL_SHA256, CachedEmbedder, local_model_file
+from amplifier_module_tool_agent_memory.config import EmbeddingConfig
+from amplifier_module_tool_agent_memory.embeddings import LOCAL_SHA256, CachedEmbedder, LocalEmbedder, local_model_file
 from amplifier_module_tool_agent_memory.int8_graph import int8_model_file, rewrite_model_bytes
 
 TOKENIZER = Path(int8_graph.__file__).parent / "model_files" / "tokenizer.json"
@@ -126,3 +127,10 @@ def test_a_model_without_int8_weights_is_refused(tmp_path: Path) -> None:
     onnx.save(helper.make_model(graph), str(path))
     with pytest.raises(ValueError, match="no int8 weights"):
         rewrite_model_bytes(path)
+
+
+def test_a_batch_spread_over_threads_equals_one_text_at_a_time() -> None:
+    texts = [f"memory {i}: the {w} service was redeployed" for i, w in enumerate("abcdef")] + ["ok", "word " * 120]
+    serial = LocalEmbedder(EmbeddingConfig(batch_workers=1)).embed_documents(texts)
+    pooled = LocalEmbedder(EmbeddingConfig(batch_workers=3)).embed_documents(texts)
+    assert pooled == serial

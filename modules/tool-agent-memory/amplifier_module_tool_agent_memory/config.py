@@ -49,6 +49,13 @@ class EmbeddingConfig(_Strict):
     batch_size: int = Field(
         64, ge=1, le=2048, description="Texts per batch on import (fastembed, openai; local embeds one per run)."
     )
+    batch_workers: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description="local: texts of one batch (an import) embedded at once, each in its own run "
+        "(None: the number of cores). A tool call embeds one text and uses one.",
+    )
     cache_dir: str | None = Field(
         None,
         description="Where local keeps its int8 graph, built once from the shipped model "

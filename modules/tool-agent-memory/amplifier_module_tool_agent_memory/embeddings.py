@@ -101,8 +101,8 @@ class _FastembedBase:
                     self._model = self._load()
                     from .memtrim import release_heap
 
-                    # Building the session folds the int8 weights into fp32 and frees the temporaries:
-                    # glibc keeps ~57 MB of that heap unless asked to return it.
+                    # Building the session (parsing and optimising the graph) frees its temporaries:
+                    # glibc keeps that heap unless asked to return it.
                     release_heap()
         return self._model
 
@@ -161,6 +161,23 @@ class LocalEmbedder(_FastembedBase):
         # Activations are quantised per run: one text per run keeps a text's vector independent of
         # its batch neighbours (and wastes no time on padding).
         self._batch_size = 1
+        self._workers = config.batch_workers or os.cpu_count() or 1
+
+    def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
+        """Embed each text in its own run; a batch (an import) spreads its runs over ``batch_workers`` threads."""
+        if self._workers < 2 or len(texts) < 4:
+            return super().embed_documents(texts)
+        from concurrent.futures import ThreadPoolExecutor
+
+        model = self._session()
+
+        def one(text: str) -> Vector:
+            # onnxruntime releases the GIL while it runs, so the runs overlap on the cores.
+            vec: Vector = next(iter(model.embed([text], batch_size=1))).tolist()
+            return vec
+
+        with ThreadPoolExecutor(max_workers=min(self._workers, len(texts))) as pool:
+            return list(pool.map(one, texts))
 
     def _load(self) -> Any:
         # Deferred to the first embedding, so a store opened first (whose own opening peak is
