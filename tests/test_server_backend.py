@@ -380,5 +380,5 @@ def test_server_payload_indexes_get_hnsw_links_only_where_the_spec_asks() -> Non
     remote = server_storage.build_client(StorageConfig(backend="server", url="http://127.0.0.1:9", timeout_s=1))
     assert server_storage._index_schema(remote, IndexSpec("kind", "keyword", hnsw=True)).enable_hnsw is True
     assert server_storage._index_schema(remote, IndexSpec("seq", "integer")).enable_hnsw is False
-    assert server_storage._index_schema(remote, IndexSpec("created_at", "datetime")).enable_hnsw is False
+    assert server_storage._index_schema(remote, IndexSpec("created_at", "datetime", hnsw=True)).enable_hnsw is True
     assert text_index_params(remote).enable_hnsw is False

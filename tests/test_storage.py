@@ -310,11 +310,10 @@ def test_only_fields_that_filter_vector_searches_get_payload_aware_hnsw_links(
     rt = make_runtime("alice")
     schema = rt.memory().coll.shard.info().payload_schema
     with_links = {name for name, info in schema.items() if info.params.enable_hnsw}
-    # memory_search filters its vector lists on kind, tags and files (and near-duplicates on kind);
-    # text, thread, seq, content_hash and created_at filter scrolls, counts or a range the planner
-    # serves from the payload index.
-    assert with_links == {"kind", "tags", "files"}
-    assert {"content", "ctx_text", "created_at", "content_hash", "thread", "seq"} <= set(schema) - with_links
+    # memory_search filters its vector lists on kind, tags, files and created_at (since/until), and
+    # near-duplicates on kind; text, thread, seq and content_hash only filter scrolls and counts.
+    assert with_links == {"kind", "tags", "files", "created_at"}
+    assert {"content", "ctx_text", "content_hash", "thread", "seq"} <= set(schema) - with_links
 
 
 def test_the_cache_builds_no_payload_aware_hnsw_links(make_runtime: Callable[..., AgentMemory]) -> None:

@@ -34,7 +34,7 @@ MEMORIES = CollectionSpec(
         IndexSpec("kind", "keyword", hnsw=True),
         IndexSpec("tags", "keyword", hnsw=True),
         IndexSpec("files", "keyword", hnsw=True),
-        IndexSpec("created_at", "datetime"),
+        IndexSpec("created_at", "datetime", hnsw=True),
         IndexSpec("content_hash", "keyword"),
         IndexSpec("thread", "keyword"),
         IndexSpec("seq", "integer"),
