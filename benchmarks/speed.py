@@ -22,6 +22,8 @@ What is measured, per size N, each phase in its own fresh subprocess so that pea
   query is kept as a secondary row. Local mode ranks BM25 only with the default tokenization (no
   stemming or stopwords) and re-tokenises every document per text query, so above 1k it is timed
   over fewer queries (printed).
+- filtered search: dense recall@10 of searches filtered to the last 7/30/90 days (memory_search's
+  ``since``) against exact search, which the ``created_at`` payload-aware HNSW links keep high.
 - build: every index build (``optimize()``, which holds the process) is timed, including those
   ``import_records`` starts on its own past 10k unindexed memories.
 
@@ -459,6 +461,7 @@ def worker_serve(opts: argparse.Namespace) -> dict[str, Any]:
         runtime = search.runtime
         svc = runtime.memory()
         result.update(_engine_latencies(svc, texts[1:]))
+        result.update(_filtered_recall(svc, texts[1:]))
         embed = []
         for text in texts[1:]:
             t = time.perf_counter()
@@ -504,6 +507,36 @@ def _engine_latencies(svc: Any, texts: list[str]) -> dict[str, float]:
         dense_search.append(time.perf_counter() - t)
     out.update(_stats("dense_search", dense_search))
     out.update(_slim_payload_latencies(svc, texts, vecs))
+    return out
+
+
+FILTER_WINDOWS_DAYS = (7, 30, 90)
+
+
+def _filtered_recall(svc: Any, texts: list[str]) -> dict[str, Any]:
+    """Dense recall@10 of searches filtered to the last 7/30/90 days (memory_search's since), against exact search.
+
+    The generator spreads created_at over a year, so the windows keep ~2%, ~8% and ~25% of the store:
+    below Qdrant's full-scan threshold the payload index answers exactly; above it the HNSW search
+    follows the filter, which the created_at payload-aware links keep accurate.
+    """
+    import qdrant_edge as qe
+
+    from amplifier_module_tool_agent_memory.storage import DENSE, iso
+
+    out: dict[str, Any] = {}
+    vecs = [svc.embedder.embed_query(t) for t in texts[:50]]
+    for days in FILTER_WINDOWS_DAYS:
+        since = iso(EPOCH - timedelta(days=days))
+        flt = qe.Filter(must=[qe.FieldCondition("created_at", range=qe.RangeDateTime(gte=since))])
+        hits = 0
+        for vec in vecs:
+            def ids(params: Any, vec: list[float] = vec, flt: Any = flt) -> set[str]:
+                request = qe.QueryRequest(limit=10, query=qe.Query.Nearest(vec, using=DENSE), filter=flt, params=params)
+                return {str(point.id) for point in svc.coll.query(request)}
+
+            hits += len(ids(None) & ids(qe.SearchParams(exact=True)))
+        out[f"filtered_{days}d"] = {"points": svc.coll.count(flt), "recall_at_10": hits / (10 * len(vecs))}
     return out
 
 
@@ -772,6 +805,14 @@ def _report(rows: list[dict[str, Any]], vec: dict[str, Any], opts: argparse.Name
           r["serve"]["bm25_p50_ms"],
           r["serve"]["serve_rss_mb"]] for r in rows],
     )
+    filtered = [r for r in rows if "filtered_30d" in r["serve"]]
+    if filtered:
+        print("\nmemory_search's since filter: dense recall@10, filtered HNSW search vs exact (50 queries)")
+        print_table(
+            ["N", *(f"last {d} days: points / recall" for d in FILTER_WINDOWS_DAYS)],
+            [[r["n"], *(f"{r['serve'][f'filtered_{d}d']['points']} / {r['serve'][f'filtered_{d}d']['recall_at_10']:.3f}"
+                        for d in FILTER_WINDOWS_DAYS)] for r in filtered],
+        )
     print("\nMemory, MiB (ours). Peak = ru_maxrss of the process: build = import + index; serve = mount, model, "
           "store open,\n  all searches and stores. 'now' columns: RSS after the searches / after the stores, "
           "split into anonymous (heap) and file-backed pages\n  (touched pages of memory-mapped store files and "
