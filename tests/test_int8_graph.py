@@ -93,7 +93,18 @@ def test_the_graph_is_built_once_per_cache_dir(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr(int8_graph, "rewrite_model_bytes", must_not_rebuild)
     again = int8_model_file(local_model_file(), LOCAL_SHA256, tmp_path)
     assert again == first and again.stat().st_mtime_ns == stamp
-    assert first.parent == tmp_path and list(tmp_path.iterdir()) == [first]
+    assert first.parent == tmp_path
+    assert sorted(tmp_path.iterdir()) == sorted([first, first.with_suffix(".sha256")])
+
+
+def test_a_damaged_cached_graph_is_rebuilt(tmp_path: Path) -> None:
+    path = int8_model_file(local_model_file(), LOCAL_SHA256, tmp_path)
+    intact = path.read_bytes()
+    with path.open("r+b") as fh:
+        fh.seek(len(intact) // 2)
+        fh.write(b"\x00" * 64)
+    again = int8_model_file(local_model_file(), LOCAL_SHA256, tmp_path)
+    assert again == path and again.read_bytes() == intact
 
 
 def test_an_unwritable_cache_dir_falls_back_to_the_temp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
