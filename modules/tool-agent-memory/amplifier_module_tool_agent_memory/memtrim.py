@@ -3,9 +3,9 @@
 Two leftovers dominate a serving process once a store and the embedding model are open:
 
 - heap that glibc keeps after a burst of allocations (opening a shard replays its WAL; building
-  the ONNX session folds the int8 weights into fp32 copies and frees the temporaries): measured
-  ~55 MB after opening a 10k store and ~57 MB after loading the local model, both returned by
-  ``malloc_trim``;
+  the ONNX session parses and optimises the graph and frees the temporaries): measured ~55 MB
+  after opening a 10k store and ~57 MB after loading the local model (when onnxruntime still
+  folded its int8 weights to fp32, before int8_graph.py), both returned by ``malloc_trim``;
 - file pages a shard touched while opening: Qdrant Edge reads its WAL segments (32 MB files) and
   the 32 MB preallocated pages of the appendable segment's mutable text indexes, ~130 MB per
   shard, none of it needed afterwards. Those pages stay in the OS page cache, but count in the
