@@ -57,6 +57,15 @@ def test_every_matmul_weight_runs_through_an_int8_kernel(rewritten: onnx.ModelPr
     assert weights <= int8
 
 
+def test_matmul_weights_fit_in_seven_bits_so_no_cpu_saturates(rewritten: onnx.ModelProto) -> None:
+    inits = {i.name: i for i in rewritten.graph.initializer}
+    for node in rewritten.graph.node:
+        if node.op_type == "DynamicQuantizeMatMul":
+            weight = nh.to_array(inits[node.input[1]])
+            # uint8 activation x weight, summed in pairs into int16: 2 x 255 x 64 <= 32,767.
+            assert weight.min() >= -64 and weight.max() <= 63, node.input[1]
+
+
 def test_no_weight_is_dequantised_as_a_constant(rewritten: onnx.ModelProto) -> None:
     int8 = {i.name for i in rewritten.graph.initializer if i.data_type == TensorProto.INT8}
     casts_of_weights = [n for n in rewritten.graph.node if n.op_type == "Cast" and n.input[0] in int8]
@@ -73,8 +82,8 @@ def test_the_embedding_tables_are_gathered_as_int8(rewritten: onnx.ModelProto) -
 def test_local_vectors_agree_with_the_fp32_graph(embedder: CachedEmbedder) -> None:
     ours = np.array(embedder.embed_documents(TEXTS))
     cosines = (ours * _fp32_graph_vectors(TEXTS)).sum(axis=1)
-    # Measured 0.977 ("ok", 3 tokens: the least to average over) to 0.995.
-    assert cosines.min() >= 0.97 and cosines.mean() >= 0.985, cosines
+    # Measured 0.953 ("ok", 3 tokens: the least to average over) and 0.992-0.994 for sentences.
+    assert cosines.min() >= 0.94 and cosines.mean() >= 0.98, cosines
 
 
 def test_a_text_embeds_the_same_whatever_shares_its_batch(embedder: CachedEmbedder) -> None:

@@ -23,8 +23,8 @@ from .errors import EmbeddingError
 
 logger = logging.getLogger(__name__)
 
-# "-dq": the int8 weights run through int8 kernels (see int8_graph.py); the vectors differ from
-# the fp32-folded graph's (cosine ~0.994), so stores record which one made theirs.
+# "-dq": the weights run through int8 kernels (see int8_graph.py); the vectors differ from the
+# fp32-folded graph's (cosine ~0.99), so stores record which one made theirs.
 LOCAL_MODEL_ID = "local:all-MiniLM-L6-v2-int8-dq"
 LOCAL_DIM = 384
 LOCAL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
