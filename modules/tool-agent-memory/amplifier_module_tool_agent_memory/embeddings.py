@@ -56,7 +56,8 @@ def _normalise(vec: Sequence[float]) -> Vector:
     return [float(x) / norm for x in vec]
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file, read in 1 MB chunks."""
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -128,7 +129,7 @@ class LocalEmbedder(_FastembedBase):
         model_file = local_model_file()
         if not model_file.is_file():
             raise EmbeddingError(f"local embedding model file not found: {model_file}")
-        actual = _sha256(model_file)
+        actual = file_sha256(model_file)
         if actual != LOCAL_SHA256:
             raise EmbeddingError(
                 f"local embedding model {model_file} has sha256 {actual}, expected {LOCAL_SHA256}: "
@@ -169,15 +170,10 @@ class LocalEmbedder(_FastembedBase):
             return super().embed_documents(texts)
         from concurrent.futures import ThreadPoolExecutor
 
-        model = self._session()
-
-        def one(text: str) -> Vector:
-            # onnxruntime releases the GIL while it runs, so the runs overlap on the cores.
-            vec: Vector = next(iter(model.embed([text], batch_size=1))).tolist()
-            return vec
-
+        one = super().embed_documents
+        # onnxruntime releases the GIL while it runs, so the runs overlap on the cores.
         with ThreadPoolExecutor(max_workers=min(self._workers, len(texts))) as pool:
-            return list(pool.map(one, texts))
+            return [vecs[0] for vecs in pool.map(lambda text: one([text]), texts)]
 
     def _load(self) -> Any:
         # Deferred to the first embedding, so a store opened first (whose own opening peak is

@@ -73,15 +73,14 @@ def int8_model_file(source: Path, source_sha256: str, cache_dir: Path | None = N
 
 def _is_intact(target: Path, digest_file: Path) -> bool:
     """Whether ``target`` exists and still has the bytes it was written with (else it is rebuilt)."""
+    from .embeddings import file_sha256
+
     try:
         expected = digest_file.read_text().strip()
-        digest = hashlib.sha256()
-        with target.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(chunk)
+        actual = file_sha256(target)
     except OSError:
         return False
-    if digest.hexdigest() != expected:
+    if actual != expected:
         logger.warning("the cached int8 model graph was damaged: rebuilding it", extra={"path": str(target)})
         return False
     return True
