@@ -524,18 +524,17 @@ def _filtered_recall(svc: Any, texts: list[str]) -> dict[str, Any]:
 
     from amplifier_module_tool_agent_memory.storage import DENSE, iso
 
+    def top10(vec: list[float], flt: Any, params: Any = None) -> set[str]:
+        request = qe.QueryRequest(limit=10, query=qe.Query.Nearest(vec, using=DENSE), filter=flt, params=params)
+        return {str(point.id) for point in svc.coll.query(request)}
+
     out: dict[str, Any] = {}
     vecs = [svc.embedder.embed_query(t) for t in texts[:50]]
+    exact = qe.SearchParams(exact=True)
     for days in FILTER_WINDOWS_DAYS:
         since = iso(EPOCH - timedelta(days=days))
         flt = qe.Filter(must=[qe.FieldCondition("created_at", range=qe.RangeDateTime(gte=since))])
-        hits = 0
-        for vec in vecs:
-            def ids(params: Any, vec: list[float] = vec, flt: Any = flt) -> set[str]:
-                request = qe.QueryRequest(limit=10, query=qe.Query.Nearest(vec, using=DENSE), filter=flt, params=params)
-                return {str(point.id) for point in svc.coll.query(request)}
-
-            hits += len(ids(None) & ids(qe.SearchParams(exact=True)))
+        hits = sum(len(top10(vec, flt) & top10(vec, flt, exact)) for vec in vecs)
         out[f"filtered_{days}d"] = {"points": svc.coll.count(flt), "recall_at_10": hits / (10 * len(vecs))}
     return out
 
