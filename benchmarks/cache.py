@@ -49,11 +49,11 @@ def ms(start: float) -> float:
 
 
 async def run(blocks: int) -> None:
+    from amplifier_module_tool_agent_memory.amplifier.tools import build_tools
     from amplifier_module_tool_agent_memory.config import parse_config
     from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
     from amplifier_module_tool_agent_memory.runtime import AgentMemory
     from amplifier_module_tool_agent_memory.tokens import count_tokens
-    from amplifier_module_tool_agent_memory.tools import build_tools
 
     texts = load_texts()
     rng = random.Random(7)
@@ -105,7 +105,7 @@ async def run(blocks: int) -> None:
         fresh = await call("cache_pack", {"token_budget": 600})
         fresh_ms.append(ms(started))
         assert fresh["is_fresh"]
-    from amplifier_module_tool_agent_memory.cache_models import CachePackInput
+    from amplifier_module_tool_agent_memory.cache.models import CachePackInput
 
     svc, inp = rt.cache(), CachePackInput(token_budget=600)
     for _ in range(200):

@@ -137,9 +137,9 @@ def fill(rt: Any, base_prompts: list[str], base_vecs: list[list[float]], target:
     """Write synthetic plans until the collection holds ``target``; returns seconds spent."""
     import numpy as np
 
-    from amplifier_module_tool_agent_memory.matching import normalise_prompt, signature
-    from amplifier_module_tool_agent_memory.plan_models import PlanRecord
-    from amplifier_module_tool_agent_memory.plans import PlanService, plan_id_for
+    from amplifier_module_tool_agent_memory.plans.matching import normalise_prompt, signature
+    from amplifier_module_tool_agent_memory.plans.models import PlanRecord
+    from amplifier_module_tool_agent_memory.plans.service import PlanService, plan_id_for
 
     svc = rt.plans()
     started = time.perf_counter()
@@ -174,8 +174,8 @@ def run_scale(sizes: list[int], n_queries: int, n_base: int) -> None:
 
     from amplifier_module_tool_agent_memory.config import parse_config
     from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
-    from amplifier_module_tool_agent_memory.plan_models import PlanLookupInput
-    from amplifier_module_tool_agent_memory.plans import INDEX_AFTER_UNINDEXED
+    from amplifier_module_tool_agent_memory.plans.models import PlanLookupInput
+    from amplifier_module_tool_agent_memory.plans.service import INDEX_AFTER_UNINDEXED
     from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
     rng = np.random.default_rng(7)

@@ -222,7 +222,7 @@ def _cache_folder(base: Path, model_id: str) -> Path:
 
 def ctx_text(i: int) -> str:
     """What import_records embeds as memory ``i``'s ``ctx`` vector when it follows memory ``i - 1``."""
-    from amplifier_module_tool_agent_memory.ranking import context_text
+    from amplifier_module_tool_agent_memory.memory.ranking import context_text
 
     return context_text(memory(i)["content"], memory(i - 1)["content"] if i else None)
 
@@ -307,7 +307,7 @@ def worker_vectors(opts: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
 
     from amplifier_module_tool_agent_memory.config import EmbeddingConfig
-    from amplifier_module_tool_agent_memory.embeddings import get_embedder
+    from amplifier_module_tool_agent_memory.embeddings.providers import get_embedder
 
     embedder = get_embedder(EmbeddingConfig())
     _, rate = cached_vectors(opts.cache_dir, opts.n, embedder)
@@ -323,8 +323,8 @@ def worker_build(opts: argparse.Namespace) -> dict[str, Any]:
     """Import N memories into a fresh store through MemoryService.import_records."""
     from amplifier_module_tool_agent_memory.config import parse_config
     from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
-    from amplifier_module_tool_agent_memory.memory import MemoryService
-    from amplifier_module_tool_agent_memory.models import MemoryRecord
+    from amplifier_module_tool_agent_memory.memory.models import MemoryRecord
+    from amplifier_module_tool_agent_memory.memory.service import MemoryService
     from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
     root = opts.work_dir / f"ours-{opts.n}"
@@ -397,7 +397,7 @@ def worker_build(opts: argparse.Namespace) -> dict[str, Any]:
 
 def _vector_names(svc: Any) -> tuple[str, ...]:
     try:
-        from amplifier_module_tool_agent_memory.ranking import MEMORY_VECTORS
+        from amplifier_module_tool_agent_memory.memory.ranking import MEMORY_VECTORS
     except ImportError:
         return ("dense",)
     return tuple(MEMORY_VECTORS)
@@ -479,8 +479,8 @@ def _engine_latencies(svc: Any, texts: list[str]) -> dict[str, float]:
     """The store alone, with query vectors already computed (the embedder's LRU cache holds them)."""
     import qdrant_edge as qe
 
-    from amplifier_module_tool_agent_memory.ranking import hybrid_search
-    from amplifier_module_tool_agent_memory.storage import DENSE
+    from amplifier_module_tool_agent_memory.memory.ranking import hybrid_search
+    from amplifier_module_tool_agent_memory.store.edge import DENSE
 
     vecs = [svc.embedder.embed_query(t) for t in texts]
     depth = getattr(svc.params, "prefetch_limit", 50)
@@ -522,7 +522,7 @@ def _filtered_recall(svc: Any, texts: list[str]) -> dict[str, Any]:
     """
     import qdrant_edge as qe
 
-    from amplifier_module_tool_agent_memory.storage import DENSE, iso
+    from amplifier_module_tool_agent_memory.store.edge import DENSE, iso
 
     def top10(vec: list[float], flt: Any, params: Any = None) -> set[str]:
         request = qe.QueryRequest(limit=10, query=qe.Query.Nearest(vec, using=DENSE), filter=flt, params=params)
@@ -548,7 +548,7 @@ def _slim_payload_latencies(svc: Any, texts: list[str], vecs: list[list[float]])
     import qdrant_edge as qe
 
     try:
-        from amplifier_module_tool_agent_memory.ranking import build_request
+        from amplifier_module_tool_agent_memory.memory.ranking import build_request
     except ImportError:
         return {}
     samples = []
@@ -566,7 +566,7 @@ def worker_qdrant_build(opts: argparse.Namespace) -> dict[str, Any]:
     """Upload the same two vectors and payloads into qdrant-client local mode, with the same text indexes."""
     from qdrant_client import QdrantClient, models
 
-    from amplifier_module_tool_agent_memory.embeddings import LOCAL_DIM, LOCAL_MODEL_ID
+    from amplifier_module_tool_agent_memory.embeddings.providers import LOCAL_DIM, LOCAL_MODEL_ID
 
     path = opts.work_dir / f"qdrant-{opts.n}"
     shutil.rmtree(path, ignore_errors=True)
@@ -625,8 +625,8 @@ def worker_qdrant_serve(opts: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
     from qdrant_client import QdrantClient, models
 
-    from amplifier_module_tool_agent_memory.embeddings import LOCAL_MODEL_ID
-    from amplifier_module_tool_agent_memory.ranking import RetrievalParams, rerank
+    from amplifier_module_tool_agent_memory.embeddings.providers import LOCAL_MODEL_ID
+    from amplifier_module_tool_agent_memory.memory.ranking import RetrievalParams, rerank
 
     t0 = time.perf_counter()
     client = QdrantClient(path=str(opts.work_dir / f"qdrant-{opts.n}"))
@@ -671,7 +671,7 @@ def worker_qdrant_serve(opts: argparse.Namespace) -> dict[str, Any]:
     out["engine_rss_mb"] = peak_rss_mb()
 
     from amplifier_module_tool_agent_memory.config import EmbeddingConfig
-    from amplifier_module_tool_agent_memory.embeddings import get_embedder
+    from amplifier_module_tool_agent_memory.embeddings.providers import get_embedder
 
     embedder = get_embedder(EmbeddingConfig())
     embedder.embed_query("warm up the model")

@@ -8,8 +8,8 @@ from typing import Any
 
 from memory_helpers import ManualClock
 
-from amplifier_module_tool_agent_memory.cache import CacheService
-from amplifier_module_tool_agent_memory.cache_models import CachePackInput, CacheSearchInput, CacheWriteInput
+from amplifier_module_tool_agent_memory.cache.models import CachePackInput, CacheSearchInput, CacheWriteInput
+from amplifier_module_tool_agent_memory.cache.service import CacheService
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 from amplifier_module_tool_agent_memory.tokens import count_tokens
 

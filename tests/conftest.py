@@ -12,7 +12,7 @@ from amplifier_core.testing import MockCoordinator
 
 import amplifier_module_tool_agent_memory as agent_memory
 from amplifier_module_tool_agent_memory.config import EmbeddingConfig, parse_config
-from amplifier_module_tool_agent_memory.embeddings import CachedEmbedder, get_embedder
+from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedder, get_embedder
 from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 

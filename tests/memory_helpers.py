@@ -7,8 +7,8 @@ from typing import Any
 
 from amplifier_core import ToolResult
 
+from amplifier_module_tool_agent_memory.amplifier.tools import build_tools
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
-from amplifier_module_tool_agent_memory.tools import build_tools
 
 # Twenty-five memories on unrelated topics: no two are near duplicates of each other.
 DISTINCT_FACTS: tuple[str, ...] = (

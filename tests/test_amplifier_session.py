@@ -16,13 +16,13 @@ from amplifier_core.validation.behavioral import ToolBehaviorTests
 from amplifier_core.validation.structural import ToolStructuralTests
 
 import amplifier_module_tool_agent_memory as agent_memory
-from amplifier_module_tool_agent_memory import storage
+from amplifier_module_tool_agent_memory.amplifier.tools import build_tools
 from amplifier_module_tool_agent_memory.config import MemoryConfig
-from amplifier_module_tool_agent_memory.embeddings import CachedEmbedder
+from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedder
 from amplifier_module_tool_agent_memory.events import EVENTS
 from amplifier_module_tool_agent_memory.identity import IDENTITY_ENV
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
-from amplifier_module_tool_agent_memory.tools import build_tools
+from amplifier_module_tool_agent_memory.store import edge as storage
 
 MODULE_ID = "tool-agent-memory"
 PLAN: dict[str, Any] = {"session": {"orchestrator": "loop-basic", "context": "context-simple"}}

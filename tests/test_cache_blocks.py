@@ -12,9 +12,9 @@ from cache_helpers import NO_DEDUP, cache_service, filler, note, pack, search
 from memory_helpers import DISTINCT_FACTS, ManualClock, output_of
 
 import amplifier_module_tool_agent_memory as agent_memory
-from amplifier_module_tool_agent_memory.embeddings import CachedEmbedder
+from amplifier_module_tool_agent_memory.cache.summarise import SUMMARY_MAX_TOKENS
+from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedder
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
-from amplifier_module_tool_agent_memory.summarise import SUMMARY_MAX_TOKENS
 from amplifier_module_tool_agent_memory.tokens import count_tokens
 
 

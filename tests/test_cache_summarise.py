@@ -11,9 +11,9 @@ from amplifier_core.message_models import ChatRequest, ChatResponse, TextBlock
 from memory_helpers import DISTINCT_FACTS, output_of
 
 import amplifier_module_tool_agent_memory as agent_memory
-from amplifier_module_tool_agent_memory.cache_models import CacheItem
-from amplifier_module_tool_agent_memory.embeddings import CachedEmbedder
-from amplifier_module_tool_agent_memory.summarise import extractive_lines, gist, render_summary
+from amplifier_module_tool_agent_memory.cache.models import CacheItem
+from amplifier_module_tool_agent_memory.cache.summarise import extractive_lines, gist, render_summary
+from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedder
 
 NOW = datetime(2026, 1, 10, 9, 0, tzinfo=UTC)
 

@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from amplifier_module_tool_agent_memory.cache_models import CacheWriteInput
-from amplifier_module_tool_agent_memory.cli import main
+from amplifier_module_tool_agent_memory.cache.models import CacheWriteInput
+from amplifier_module_tool_agent_memory.cli.main import main
 from amplifier_module_tool_agent_memory.config import parse_config
-from amplifier_module_tool_agent_memory.embeddings import LOCAL_MODEL_ID, CachedEmbedder
+from amplifier_module_tool_agent_memory.embeddings.providers import LOCAL_MODEL_ID, CachedEmbedder
 from amplifier_module_tool_agent_memory.identity import IDENTITY_ENV, ResolvedIdentity
-from amplifier_module_tool_agent_memory.models import MemoryStoreInput
-from amplifier_module_tool_agent_memory.plan_models import PlanStoreInput
+from amplifier_module_tool_agent_memory.memory.models import MemoryStoreInput
+from amplifier_module_tool_agent_memory.plans.models import PlanStoreInput
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
-from amplifier_module_tool_agent_memory.storage import LOCK_FILE, STORE_META, open_store_count, utc_now
+from amplifier_module_tool_agent_memory.store.edge import LOCK_FILE, STORE_META, open_store_count, utc_now
 
 Run = Callable[..., tuple[int, str, str]]
 
@@ -398,7 +398,7 @@ def server_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A --config file for the server backend; the 'server' is qdrant-client's local mode under tmp_path."""
     from qdrant_client import QdrantClient
 
-    from amplifier_module_tool_agent_memory import server_storage
+    from amplifier_module_tool_agent_memory.store import server as server_storage
 
     monkeypatch.setattr(server_storage, "client_factory", lambda config: QdrantClient(path=str(tmp_path / "qdrant")))
     path = tmp_path / "server.yaml"

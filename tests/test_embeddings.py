@@ -17,7 +17,7 @@ import pytest
 from memory_helpers import error_of
 
 from amplifier_module_tool_agent_memory.config import EmbeddingConfig
-from amplifier_module_tool_agent_memory.embeddings import (
+from amplifier_module_tool_agent_memory.embeddings.providers import (
     LOCAL_DIM,
     LOCAL_MODEL_ID,
     LOCAL_SHA256,
@@ -42,7 +42,7 @@ socket.create_connection = refuse
 socket.getaddrinfo = refuse
 
 from amplifier_module_tool_agent_memory.config import EmbeddingConfig
-from amplifier_module_tool_agent_memory.embeddings import get_embedder
+from amplifier_module_tool_agent_memory.embeddings.providers import get_embedder
 
 embedder = get_embedder(EmbeddingConfig())
 vec = embedder.embed_query("offline embedding works")

@@ -11,10 +11,10 @@ from amplifier_core.testing import MockCoordinator
 from memory_helpers import error_of, output_of
 
 import amplifier_module_tool_agent_memory as agent_memory
-from amplifier_module_tool_agent_memory.embeddings import CachedEmbedder
+from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedder
 from amplifier_module_tool_agent_memory.errors import IdentityError
 from amplifier_module_tool_agent_memory.identity import resolve_identity, validate_identity
-from amplifier_module_tool_agent_memory.storage import acquire_store, remove_store_files
+from amplifier_module_tool_agent_memory.store.edge import acquire_store, remove_store_files
 
 INVALID: list[object] = [
     "../x",

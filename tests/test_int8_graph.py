@@ -14,12 +14,17 @@ from onnx import TensorProto, helper
 from onnx import numpy_helper as nh
 from tokenizers import Tokenizer
 
-from amplifier_module_tool_agent_memory import int8_graph
 from amplifier_module_tool_agent_memory.config import EmbeddingConfig
-from amplifier_module_tool_agent_memory.embeddings import LOCAL_SHA256, CachedEmbedder, LocalEmbedder, local_model_file
-from amplifier_module_tool_agent_memory.int8_graph import int8_model_file, rewrite_model_bytes
+from amplifier_module_tool_agent_memory.embeddings import int8_graph
+from amplifier_module_tool_agent_memory.embeddings.int8_graph import int8_model_file, rewrite_model_bytes
+from amplifier_module_tool_agent_memory.embeddings.providers import (
+    LOCAL_SHA256,
+    CachedEmbedder,
+    LocalEmbedder,
+    local_model_file,
+)
 
-TOKENIZER = Path(int8_graph.__file__).parent / "model_files" / "tokenizer.json"
+TOKENIZER = Path(int8_graph.__file__).parent.parent / "model_files" / "tokenizer.json"
 TEXTS = [
     "Deploys are frozen every Friday after 3pm.",
     "The billing service moved from MySQL to PostgreSQL in May; the old replica is read-only.",

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from memory_helpers import ManualClock, output_of
 
-from amplifier_module_tool_agent_memory.embeddings import CachedEmbedder
+from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedder
 
 ORIGINAL = "We chose PostgreSQL for the billing service."
 NEAR = "We picked PostgreSQL for the billing service."  # cosine about 0.98 with ORIGINAL

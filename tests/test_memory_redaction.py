@@ -9,7 +9,7 @@ from typing import Any
 
 from memory_helpers import output_of, runtime_tools
 
-from amplifier_module_tool_agent_memory.embeddings import CachedEmbedder
+from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedder
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
 GITHUB = "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"

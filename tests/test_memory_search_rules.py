@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from memory_helpers import DISTINCT_FACTS, ManualClock
 
-from amplifier_module_tool_agent_memory.models import MemorySearchInput, MemoryStoreInput
+from amplifier_module_tool_agent_memory.memory.models import MemorySearchInput, MemoryStoreInput
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
 

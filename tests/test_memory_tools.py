@@ -252,7 +252,7 @@ async def test_search_combines_filters(tools: dict[str, Any]) -> None:
 
 
 async def _seed_distinct(rt: AgentMemory) -> None:
-    from amplifier_module_tool_agent_memory.models import MemoryRecord
+    from amplifier_module_tool_agent_memory.memory.models import MemoryRecord
 
     records = [
         MemoryRecord(id=str(uuid.uuid4()), content=fact, created_at=T0 + timedelta(minutes=i))
@@ -311,7 +311,7 @@ async def test_tools_emit_their_events_with_identity_and_counts(mount_tools: Cal
 async def test_timestamps_are_iso_8601_even_for_early_years(make_runtime: Callable[..., AgentMemory]) -> None:
     from datetime import datetime
 
-    from amplifier_module_tool_agent_memory.models import MemoryRecord
+    from amplifier_module_tool_agent_memory.memory.models import MemoryRecord
 
     rt = make_runtime()
     old = MemoryRecord(id=str(uuid.uuid4()), content="The abbey was founded", created_at="0999-03-01T12:00:00Z")

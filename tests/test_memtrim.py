@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from amplifier_module_tool_agent_memory.memtrim import release_heap, release_mapped_pages
+from amplifier_module_tool_agent_memory.store.memtrim import release_heap, release_mapped_pages
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
 

@@ -15,7 +15,7 @@ import pytest
 from memory_helpers import error_of, output_of, runtime_tools
 
 from amplifier_module_tool_agent_memory.config import EmbeddingConfig
-from amplifier_module_tool_agent_memory.embeddings import LOCAL_MODEL_ID, CachedEmbedder, get_embedder
+from amplifier_module_tool_agent_memory.embeddings.providers import LOCAL_MODEL_ID, CachedEmbedder, get_embedder
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
 SERVED_MODEL = "all-MiniLM-L6-v2"

@@ -19,8 +19,8 @@ import pytest
 from amplifier_core import AmplifierSession, HookResult, ToolResult
 
 import amplifier_module_tool_agent_memory as agent_memory
-from amplifier_module_tool_agent_memory.capture import is_replayable
-from amplifier_module_tool_agent_memory.embeddings import CachedEmbedder
+from amplifier_module_tool_agent_memory.amplifier.plan_capture import is_replayable
+from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedder
 
 Call = tuple[str, dict[str, Any]]
 SESSION_PLAN: dict[str, Any] = {"session": {"orchestrator": "loop-basic", "context": "context-simple"}}

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from amplifier_module_tool_agent_memory.plan_models import PlanLookupInput, PlanRewardInput, PlanStoreInput
-from amplifier_module_tool_agent_memory.plans import PlanService
+from amplifier_module_tool_agent_memory.plans.models import PlanLookupInput, PlanRewardInput, PlanStoreInput
+from amplifier_module_tool_agent_memory.plans.service import PlanService
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
 PROMPT = "Make the player move faster"

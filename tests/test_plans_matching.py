@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from amplifier_module_tool_agent_memory.matching import (
+from amplifier_module_tool_agent_memory.plans.matching import (
     MatchDecision,
     decide,
     match_similarity,

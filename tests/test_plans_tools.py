@@ -9,8 +9,8 @@ import pytest
 from amplifier_core import HookResult
 from memory_helpers import error_of, output_of, runtime_tools
 
-from amplifier_module_tool_agent_memory.matching import signature
-from amplifier_module_tool_agent_memory.plans import (
+from amplifier_module_tool_agent_memory.plans.matching import signature
+from amplifier_module_tool_agent_memory.plans.service import (
     plan_id_for,
     rule_version,
     signature_from_payload,

@@ -19,21 +19,21 @@ from memory_helpers import DISTINCT_FACTS, T0, ManualClock, error_of, output_of,
 from qdrant_client import QdrantClient
 from qdrant_client.http import models as qm
 
-from amplifier_module_tool_agent_memory import server_storage
 from amplifier_module_tool_agent_memory.config import StorageConfig, parse_config
-from amplifier_module_tool_agent_memory.embeddings import CachedEmbedder
+from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedder
 from amplifier_module_tool_agent_memory.errors import ModelMismatchError
 from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
-from amplifier_module_tool_agent_memory.memory import MEMORIES
-from amplifier_module_tool_agent_memory.models import MemoryStoreInput
+from amplifier_module_tool_agent_memory.memory.models import MemoryStoreInput
+from amplifier_module_tool_agent_memory.memory.service import MEMORIES
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
-from amplifier_module_tool_agent_memory.server_storage import (
+from amplifier_module_tool_agent_memory.store import server as server_storage
+from amplifier_module_tool_agent_memory.store.edge import IndexSpec
+from amplifier_module_tool_agent_memory.store.server import (
     acquire_server_store,
     open_server_store_count,
     release_server_store,
     text_index_params,
 )
-from amplifier_module_tool_agent_memory.storage import IndexSpec
 
 # Local mode ignores keyword/datetime indexes (it scans); a server uses them.
 pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from memory_helpers import DISTINCT_FACTS, error_of, output_of, runtime_tools
 
-from amplifier_module_tool_agent_memory.embeddings import LOCAL_DIM, LOCAL_MODEL_ID, CachedEmbedder
+from amplifier_module_tool_agent_memory.embeddings.providers import LOCAL_DIM, LOCAL_MODEL_ID, CachedEmbedder
 from amplifier_module_tool_agent_memory.errors import ModelMismatchError, StoreInUseError
-from amplifier_module_tool_agent_memory.models import MemoryListInput, MemorySearchInput, MemoryStoreInput
+from amplifier_module_tool_agent_memory.memory.models import MemoryListInput, MemorySearchInput, MemoryStoreInput
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
-from amplifier_module_tool_agent_memory.storage import acquire_store, open_store_count, release_store
+from amplifier_module_tool_agent_memory.store.edge import acquire_store, open_store_count, release_store
 
 # Opens alice's store under argv[1] the way a session does, optionally stores argv[2], and prints
 # what happened as one JSON line (an error is reported, never raised).
@@ -30,7 +30,7 @@ import json, sys
 from amplifier_module_tool_agent_memory.config import parse_config
 from amplifier_module_tool_agent_memory.errors import AgentMemoryError
 from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
-from amplifier_module_tool_agent_memory.models import MemoryListInput, MemoryStoreInput
+from amplifier_module_tool_agent_memory.memory.models import MemoryListInput, MemoryStoreInput
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
 rt = AgentMemory(parse_config({"storage_root": sys.argv[1]}), ResolvedIdentity("alice", "config"), session_id="p2")
@@ -317,7 +317,7 @@ def test_only_fields_that_filter_vector_searches_get_payload_aware_hnsw_links(
 
 
 def test_the_cache_builds_no_payload_aware_hnsw_links(make_runtime: Callable[..., AgentMemory]) -> None:
-    from amplifier_module_tool_agent_memory.cache import CACHE
+    from amplifier_module_tool_agent_memory.cache.service import CACHE
 
     schema = make_runtime("alice").store().collection(CACHE).shard.info().payload_schema
     assert schema and not any(info.params.enable_hnsw for info in schema.values())

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 from .config import MemoryConfig, parse_config
 from .errors import AgentMemoryError, ConfigError, IdentityError
 from .identity import ResolvedIdentity, resolve_identity
-from .storage import IdentityStore, acquire_store, release_store, utc_now
+from .store.edge import IdentityStore, acquire_store, release_store, utc_now
 
 if TYPE_CHECKING:
-    from .cache import CacheService
-    from .embeddings import CachedEmbedder
-    from .memory import MemoryService
-    from .plans import PlanService
-    from .server_storage import ServerStore
+    from .cache.service import CacheService
+    from .embeddings.providers import CachedEmbedder
+    from .memory.service import MemoryService
+    from .plans.service import PlanService
+    from .store.server import ServerStore
 
 logger = logging.getLogger("amplifier_module_tool_agent_memory")
 
@@ -85,7 +85,7 @@ class AgentMemory:
 
     def embedder(self) -> CachedEmbedder:
         """The process-wide embedder of this config (loaded on first use)."""
-        from .embeddings import get_embedder
+        from .embeddings.providers import get_embedder
 
         return get_embedder(self.config.embeddings)
 
@@ -97,7 +97,7 @@ class AgentMemory:
                 embedder = self.embedder()
                 started = time.perf_counter()
                 if self.config.storage.backend == "server":
-                    from .server_storage import acquire_server_store
+                    from .store.server import acquire_server_store
 
                     self._store = acquire_server_store(
                         self.config.storage,
@@ -135,7 +135,7 @@ class AgentMemory:
 
     def memory(self) -> MemoryService:
         """The long-term memory service."""
-        from .memory import MEMORIES, MemoryService
+        from .memory.service import MEMORIES, MemoryService
 
         def build() -> MemoryService:
             return MemoryService(
@@ -151,14 +151,30 @@ class AgentMemory:
 
     def cache(self) -> CacheService:
         """The working-memory cache service (cheap to build; the store opens on its first use)."""
-        from .cache import build_cache_service
+        from .cache.service import CACHE, CacheService
 
-        svc: CacheService = self.service("cache", lambda: build_cache_service(self))
+        def build() -> CacheService:
+            llm = None
+            if self.config.cache.summariser == "llm":
+                from .amplifier.llm_summariser import LLMSummariser
+
+                llm = LLMSummariser(self.coordinator, self.config.cache.llm_timeout_s)
+            return CacheService(
+                lambda: self.store().collection(CACHE),
+                self.embedder,
+                self.config.cache,
+                clock=lambda: self.clock(),
+                identity=self.identity_name,
+                session_id=self.session_id,
+                llm=llm,
+            )
+
+        svc: CacheService = self.service("cache", build)
         return svc
 
     def plans(self) -> PlanService:
         """The plan cache service."""
-        from .plans import PLANS, PlanService
+        from .plans.service import PLANS, PlanService
 
         def build() -> PlanService:
             return PlanService(self.store().collection(PLANS), self.embedder(), self.config.plans, clock=self.clock)
@@ -186,7 +202,7 @@ class AgentMemory:
             if isinstance(self._store, IdentityStore):
                 release_store(self._store)
             elif self._store is not None:
-                from .server_storage import release_server_store
+                from .store.server import release_server_store
 
                 release_server_store(self._store)
             self._store = None

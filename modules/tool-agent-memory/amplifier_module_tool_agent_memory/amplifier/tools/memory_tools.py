@@ -1,0 +1,63 @@
+"""memory_* tools: long-term semantic memory."""
+
+from __future__ import annotations
+
+from ...memory.models import MemoryIdInput, MemoryListInput, MemorySearchInput, MemoryStoreInput
+from ...runtime import AgentMemory
+from .base import AgentMemoryTool, Outcome
+
+
+def _store(rt: AgentMemory, args: MemoryStoreInput) -> Outcome:
+    outcome = rt.memory().store(args)
+    return Outcome(
+        outcome.as_output(),
+        {"ids": [outcome.id], "count": 1 if outcome.created else 0, "duplicate": outcome.duplicate,
+         "near_duplicate": outcome.near_duplicate, "redacted": sorted(outcome.redacted or {})},
+    )
+
+
+def _search(rt: AgentMemory, args: MemorySearchInput) -> Outcome:
+    results = rt.memory().search(args)
+    ids = [r["id"] for r in results]
+    return Outcome({"results": results, "count": len(results)}, {"ids": ids, "count": len(results)})
+
+
+def _get(rt: AgentMemory, args: MemoryIdInput) -> Outcome:
+    memory = rt.memory().get(args.id)
+    return Outcome({"memory": memory}, {"ids": [args.id], "count": 1})
+
+
+def _forget(rt: AgentMemory, args: MemoryIdInput) -> Outcome:
+    deleted = rt.memory().forget(args.id)
+    return Outcome({"deleted": deleted}, {"ids": [args.id], "count": 1})
+
+
+def _list(rt: AgentMemory, args: MemoryListInput) -> Outcome:
+    page = rt.memory().list(args)
+    return Outcome(page, {"ids": [m["id"] for m in page["memories"]], "count": page["count"]})
+
+
+def memory_tools(rt: AgentMemory) -> list[AgentMemoryTool]:
+    """The memory_* tools bound to ``rt``."""
+    return [
+        AgentMemoryTool(
+            rt, "memory_store",
+            "Save a durable memory (fact, decision, note, preference, event) for later sessions. "
+            "Secrets are redacted; duplicates are merged.",
+            MemoryStoreInput, _store, "memory:stored",
+        ),
+        AgentMemoryTool(
+            rt, "memory_search",
+            "Find relevant long-term memories by meaning and keywords; filter by time, tags, kind or files.",
+            MemorySearchInput, _search, "memory:searched",
+        ),
+        AgentMemoryTool(rt, "memory_get", "Read one memory in full by id.", MemoryIdInput, _get, "memory:read"),
+        AgentMemoryTool(
+            rt, "memory_forget", "Delete one memory by id; returns what was deleted.",
+            MemoryIdInput, _forget, "memory:forgotten",
+        ),
+        AgentMemoryTool(
+            rt, "memory_list", "List memories newest first, paged with `before`.",
+            MemoryListInput, _list, "memory:listed",
+        ),
+    ]

@@ -1,0 +1,641 @@
+"""Working-memory cache: thin items in episodic blocks, two-phase search and token-budgeted packs (cache_pack.py).
+
+The identity's ``cache`` collection is the source of truth: every item and block is a
+point there (items carry their content's embedding, closed blocks their summary's). On
+first use of a scope the service loads that scope into an in-memory index shared by every
+session of the process that uses the same store, so that packs, searches and dedup never
+scan Qdrant; every change is written through to the store under ``Collection.lock``.
+
+Versions: each scope has a counter bumped by every write, merge, block close and eviction;
+an item and a block record the version of their last change, so a delta pack is "the
+live items whose version is greater than ``since_version``". The open block records the
+current version on every write, so the counter survives a reopen.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+import weakref
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from ..config import CacheConfig
+from ..embeddings.providers import Embedder
+from ..errors import InvalidInput, NotFound
+from ..redaction import redact_fields
+from ..store.edge import DENSE, Collection, CollectionSpec, IndexSpec, iso
+from ..tokens import count_tokens
+from .calls import CURRENT_CALL, notify
+from .models import (
+    MAX_CONTENT_CHARS,
+    CacheBlock,
+    CacheItem,
+    CachePackInput,
+    CacheSearchInput,
+    CacheWriteInput,
+)
+from .pack import FAR_FUTURE, build_pack, finish
+from .state import CachedPack, ScopeState
+from .summarise import Summariser, extractive_lines, render_summary
+
+if TYPE_CHECKING:
+    pass
+
+
+logger = logging.getLogger(__name__)
+
+CACHE = CollectionSpec(
+    "cache",
+    (
+        IndexSpec("type", "keyword"),
+        IndexSpec("scope", "keyword"),
+        IndexSpec("block_id", "keyword"),
+        IndexSpec("kind", "keyword"),
+        IndexSpec("status", "keyword"),
+        IndexSpec("ttl_expires_at", "datetime"),
+        IndexSpec("seq", "integer"),
+        IndexSpec("version", "integer"),
+    ),
+)
+
+class _CacheState:
+    """Everything the process knows about one identity's cache collection."""
+
+    def __init__(self) -> None:
+        self.scopes: dict[str, ScopeState] = {}
+        # Earliest ttl_expires_at in the store; None = unknown (ask the store).
+        self.next_expiry: datetime | None = None
+
+
+_states: weakref.WeakKeyDictionary[Collection, _CacheState] = weakref.WeakKeyDictionary()
+_states_lock = threading.Lock()
+
+
+def _state_of(coll: Collection) -> _CacheState:
+    with _states_lock:
+        state = _states.get(coll)
+        if state is None:
+            state = _CacheState()
+            _states[coll] = state
+        return state
+
+
+class CacheService:
+    """One identity's working-memory cache, as seen by one session."""
+
+    def __init__(
+        self,
+        collection: Callable[[], Collection],
+        embedder: Callable[[], Embedder],
+        config: CacheConfig,
+        *,
+        clock: Callable[[], datetime],
+        identity: str | None,
+        session_id: str = "local",
+        llm: Summariser | None = None,
+    ) -> None:
+        self._collection_factory = collection
+        self._embedder_factory = embedder
+        self.config = config
+        self.clock = clock
+        self.identity = identity
+        self.session_id = session_id
+        self.llm = llm
+        self._coll: Collection | None = None
+        self._embedder: Embedder | None = None
+        self._touched: set[str] = set()
+
+    @property
+    def coll(self) -> Collection:
+        if self._coll is None:
+            self._coll = self._collection_factory()
+        return self._coll
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = self._embedder_factory()
+        return self._embedder
+
+    def _now(self) -> datetime:
+        return self.clock().astimezone(UTC)
+
+    def _expiry(self, now: datetime, ttl_minutes: float) -> datetime | None:
+        return now + timedelta(minutes=ttl_minutes) if ttl_minutes > 0 else None
+
+    # Loading and persistence
+
+    def _scope(self, scope: str) -> ScopeState:
+        state = _state_of(self.coll)
+        st = state.scopes.get(scope)
+        if st is None:
+            st = self._load_scope(scope)
+            state.scopes[scope] = st
+        return st
+
+    def _load_scope(self, scope: str) -> ScopeState:
+        import qdrant_edge as qe
+
+        st = ScopeState(scope)
+        flt = qe.Filter(must=[qe.FieldCondition("scope", match=qe.MatchValue(scope))])
+        items: list[tuple[CacheItem, list[float]]] = []
+        offset: Any = None
+        while True:
+            records, offset = self.coll.scroll(
+                qe.ScrollRequest(offset=offset, limit=512, filter=flt, with_payload=True, with_vector=True)
+            )
+            for rec in records:
+                payload = {**dict(rec.payload or {}), "id": str(rec.id)}
+                vec = (rec.vector or {}).get(DENSE)
+                try:
+                    if payload.get("type") == "block":
+                        block = CacheBlock.model_validate(payload)
+                        st.blocks[block.id] = block
+                        st.block_items.setdefault(block.id, [])
+                        if vec:
+                            import numpy as np
+
+                            st.block_vecs[block.id] = np.asarray(vec, dtype=np.float32)
+                    elif payload.get("type") == "item" and vec:
+                        items.append((CacheItem.model_validate(payload), list(vec)))
+                except ValueError:
+                    logger.warning("skipping an unreadable cache record", extra={"id": str(rec.id), "scope": scope})
+            if offset is None:
+                break
+        for item, vec in sorted(items, key=lambda pair: (pair[0].version, pair[0].created_at)):
+            st.add_item(item, vec)
+        open_blocks = sorted((b for b in st.blocks.values() if b.status == "open"), key=lambda b: b.seq)
+        st.open_block_id = open_blocks[-1].id if open_blocks else None
+        st.version = max(
+            [0, *(b.version for b in st.blocks.values()), *(i.version for i in st.items.values())]
+        )
+        return st
+
+    def _put_block(self, block: CacheBlock, vec: Sequence[float] | None = None) -> None:
+        vectors: dict[str, Any] = {DENSE: list(vec)} if vec is not None else {}
+        self.coll.upsert([(block.id, vectors, block.payload())])
+
+    def _open_block(self, st: ScopeState, now: datetime) -> CacheBlock:
+        seq = max([0, *(b.seq for b in st.blocks.values())]) + 1
+        block = CacheBlock(id=str(uuid.uuid4()), scope=st.scope, seq=seq, created_at=now, version=st.bump())
+        st.blocks[block.id] = block
+        st.block_items[block.id] = []
+        st.open_block_id = block.id
+        self._put_block(block)
+        return block
+
+    def _open(self, st: ScopeState, now: datetime) -> CacheBlock:
+        if st.open_block_id is None or st.open_block_id not in st.blocks:
+            return self._open_block(st, now)
+        return st.blocks[st.open_block_id]
+
+    # Sweeping expired items
+
+    def _earliest_expiry(self) -> datetime:
+        import qdrant_edge as qe
+
+        records, _ = self.coll.scroll(
+            qe.ScrollRequest(
+                limit=1,
+                filter=qe.Filter(must=[qe.FieldCondition("type", match=qe.MatchValue("item"))]),
+                with_payload=True,
+                order_by=qe.OrderBy("ttl_expires_at", direction=qe.Direction.Asc),
+            )
+        )
+        if not records:
+            return FAR_FUTURE
+        stamp = (records[0].payload or {}).get("ttl_expires_at")
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")) if stamp else FAR_FUTURE
+
+    def _sweep(self, now: datetime, limit: int | None) -> int:
+        import qdrant_edge as qe
+
+        state = _state_of(self.coll)
+        if state.next_expiry is not None and now < state.next_expiry:
+            return 0
+        removed = 0
+        drained = False
+        flt = qe.Filter(
+            must=[
+                qe.FieldCondition("type", match=qe.MatchValue("item")),
+                qe.FieldCondition("ttl_expires_at", range=qe.RangeDateTime(lte=iso(now))),
+            ]
+        )
+        while limit is None or removed < limit:
+            batch = self.config.sweep_batch if limit is None else min(self.config.sweep_batch, limit - removed)
+            records, _ = self.coll.scroll(qe.ScrollRequest(limit=batch, filter=flt, with_payload=True))
+            if records:
+                self._remove_expired(state, [(str(r.id), dict(r.payload or {})) for r in records])
+                removed += len(records)
+            if len(records) < batch:
+                drained = True
+                break
+        if drained:
+            state.next_expiry = self._earliest_expiry()
+        if removed:
+            logger.info("cache sweep", extra={"identity": self.identity, "removed": removed})
+        return removed
+
+    def _remove_expired(self, state: _CacheState, records: list[tuple[str, dict[str, Any]]]) -> None:
+        import qdrant_edge as qe
+
+        self.coll.delete([rid for rid, _ in records])
+        touched_blocks: dict[str, str] = {}
+        for rid, payload in records:
+            scope = str(payload.get("scope", ""))
+            st = state.scopes.get(scope)
+            if st is not None:
+                st.remove_items([rid])
+            touched_blocks[str(payload.get("block_id", ""))] = scope
+        emptied: list[str] = []
+        for block_id, scope in touched_blocks.items():
+            st = state.scopes.get(scope)
+            if st is not None:
+                block = st.blocks.get(block_id)
+                if block is not None and block.status == "closed" and not st.block_items.get(block_id):
+                    st.remove_block(block_id)
+                    emptied.append(block_id)
+                continue
+            remaining = self.coll.count(qe.Filter(must=[qe.FieldCondition("block_id", match=qe.MatchValue(block_id))]))
+            stored = self.coll.retrieve([block_id])
+            if remaining == 0 and stored and (stored[0].payload or {}).get("status") == "closed":
+                emptied.append(block_id)
+        if emptied:
+            self.coll.delete(emptied)
+            notify("cache:evicted", {"identity": self.identity, "block_ids": emptied, "reason": "expired"})
+
+    def sweep_expired(self, limit: int | None = None) -> int:
+        """Delete expired items (at most ``limit``; all when None) and closed blocks left empty; return how many items.
+
+        Reads already ignore expired items; this reclaims their space. ``agent-memory gc`` calls it.
+        """
+        with self.coll.lock:
+            return self._sweep(self._now(), limit)
+
+    # Blocks: closing and eviction
+
+    def _close_open_block(self, st: ScopeState, now: datetime) -> tuple[CacheBlock, CacheBlock] | None:
+        """Close the scope's open block (if it has live items): summary, embedding, a new open block, eviction."""
+        if st.open_block_id is None:
+            return None
+        block = st.blocks[st.open_block_id]
+        live = st.live_items_of(block.id, now)
+        if not live:
+            return None
+        lines = extractive_lines(live)
+        text = render_summary(lines, {it.id for it in live}, len(live))
+        vec = self.embedder.embed_documents([text])[0]
+        block.status = "closed"
+        block.closed_at = now
+        block.summary_lines = lines
+        block.summary_text = None
+        block.summary_source = "extractive"
+        block.closed_items = len(live)
+        block.version = st.bump()
+        self._put_block(block, vec)
+        import numpy as np
+
+        st.block_vecs[block.id] = np.asarray(vec, dtype=np.float32)
+        new_block = self._open_block(st, now)
+        notify(
+            "cache:block_closed",
+            {
+                "identity": self.identity,
+                "scope": st.scope,
+                "block_id": block.id,
+                "seq": block.seq,
+                "items": len(live),
+                "token_count": block.token_count,
+                "summary_tokens": count_tokens(text),
+            },
+        )
+        self._evict(st)
+        return block, new_block
+
+    def _evict(self, st: ScopeState) -> None:
+        import qdrant_edge as qe
+
+        closed = sorted((b for b in st.blocks.values() if b.status == "closed"), key=lambda b: b.seq)
+        while len(closed) > self.config.max_closed_blocks:
+            oldest = closed.pop(0)
+            self.coll.delete_by_filter(
+                qe.Filter(must=[qe.FieldCondition("block_id", match=qe.MatchValue(oldest.id))])
+            )
+            self.coll.delete([oldest.id])
+            item_ids = st.remove_block(oldest.id)
+            notify(
+                "cache:evicted",
+                {
+                    "identity": self.identity,
+                    "scope": st.scope,
+                    "block_ids": [oldest.id],
+                    "seq": oldest.seq,
+                    "items": len(item_ids),
+                    "reason": "max_closed_blocks",
+                },
+            )
+
+    def _upgrade_summary(self, scope: str, block_id: str, items: list[CacheItem]) -> bool:
+        """Replace a closed block's extractive summary with the LLM's; False when the LLM gave none."""
+        if self.llm is None:
+            return False
+        ctx = CURRENT_CALL.get()
+        text = self.llm.summarise(items, ctx.loop if ctx else None)
+        if not text:
+            return False
+        vec = self.embedder.embed_documents([text])[0]
+        with self.coll.lock:
+            st = self._scope(scope)
+            block = st.blocks.get(block_id)
+            if block is None or block.status != "closed":
+                return False
+            block.summary_text = text
+            block.summary_source = "llm"
+            self._put_block(block, vec)
+            import numpy as np
+
+            st.block_vecs[block_id] = np.asarray(vec, dtype=np.float32)
+        return True
+
+    def _after_close(self, closed: CacheBlock | None, items: list[CacheItem]) -> str | None:
+        """Which summariser the closed block ended with (None: nothing closed).
+
+        The LLM pass runs outside the lock: a slow provider must not stall other sessions.
+        """
+        if closed is None:
+            return None
+        if self.config.summariser == "llm" and self._upgrade_summary(closed.scope, closed.id, items):
+            return "llm"
+        return "extractive"
+
+    def _summary_of(self, st: ScopeState, block: CacheBlock, live: list[CacheItem]) -> str:
+        live_ids = {it.id for it in live}
+        if block.status == "open":
+            return render_summary(extractive_lines(live), live_ids, len(live))
+        if block.summary_source == "llm" and block.summary_text and len(live) == block.closed_items:
+            return block.summary_text
+        return render_summary(block.summary_lines, live_ids, len(live))
+
+    # The tools' operations
+
+    def write(self, inp: CacheWriteInput) -> dict[str, Any]:
+        """Append an item to the scope's open block, or merge it into a near-identical live item of its kind."""
+        fields, report = redact_fields({"content": inp.content, "file_ref": inp.file_ref or ""})
+        content = str(fields["content"])[:MAX_CONTENT_CHARS]
+        file_ref = str(fields["file_ref"]) or None
+        vec = self.embedder.embed_documents([content])[0]
+        closed: CacheBlock | None = None
+        closed_items: list[CacheItem] = []
+        with self.coll.lock:
+            now = self._now()
+            state = _state_of(self.coll)
+            self._sweep(now, self.config.sweep_batch)
+            st = self._scope(inp.scope)
+            self._touched.add(inp.scope)
+            match = self._nearest_same_kind(st, vec, inp.kind, now)
+            if match is not None and match[1] >= self.config.dedup_threshold:
+                item, similarity = match
+                ttl = inp.ttl_minutes if inp.ttl_minutes is not None else item.ttl_minutes
+                item.importance = min(1.0, round(item.importance + 0.1, 6))
+                item.access_count += 1
+                item.updated_at = now
+                item.ttl_minutes = ttl
+                item.ttl_expires_at = self._expiry(now, ttl)
+                item.version = st.bump()
+                st.changed(item.id)
+                self.coll.set_payload(item.id, item.payload())
+                if item.ttl_expires_at is None:
+                    self.coll.delete_payload(item.id, ["ttl_expires_at"])
+                self._record_version(st)
+                block = st.blocks[item.block_id]
+                out = self._write_result(st, block, item, now, merged=True)
+                out["similarity"] = round(similarity, 4)
+            else:
+                ttl = inp.ttl_minutes if inp.ttl_minutes is not None else self.config.ttl_minutes
+                block = self._open(st, now)
+                item = CacheItem(
+                    id=str(uuid.uuid4()),
+                    scope=inp.scope,
+                    block_id=block.id,
+                    kind=inp.kind,
+                    content=content,
+                    importance=inp.importance,
+                    file_ref=file_ref,
+                    created_at=now,
+                    updated_at=now,
+                    ttl_minutes=ttl,
+                    ttl_expires_at=self._expiry(now, ttl),
+                    version=st.bump(),
+                    tokens=count_tokens(content),
+                    session=self.session_id,
+                )
+                self.coll.upsert([(item.id, vec, item.payload())])
+                st.add_item(item, vec)
+                block.token_count += item.tokens
+                block.version = st.version
+                self.coll.set_payload(block.id, {"token_count": block.token_count, "version": block.version})
+                out = self._write_result(st, block, item, now, merged=False)
+                if block.token_count >= self.config.close_threshold_tokens:
+                    closed_items = st.live_items_of(block.id, now)
+                    result = self._close_open_block(st, now)
+                    if result is not None:
+                        closed = result[0]
+                        out["block_status"] = "closed"
+                        out["new_block_id"] = result[1].id
+            if item.ttl_expires_at is not None and state.next_expiry is not None:
+                state.next_expiry = min(state.next_expiry, item.ttl_expires_at)
+        self._after_close(closed, closed_items)
+        if report:
+            out["redacted"] = report
+        return out
+
+    def _record_version(self, st: ScopeState) -> None:
+        """Keep the scope's version on its open block, which is never evicted or swept."""
+        if st.open_block_id is not None and st.open_block_id in st.blocks:
+            block = st.blocks[st.open_block_id]
+            block.version = st.version
+            self.coll.set_payload(block.id, {"version": block.version})
+
+    def _nearest_same_kind(
+        self, st: ScopeState, vec: Sequence[float], kind: str, now: datetime
+    ) -> tuple[CacheItem, float] | None:
+        if not st.items:
+            return None
+        rows, sims = st.similarities(vec)
+        best: tuple[CacheItem, float] | None = None
+        for item_id, row in rows.items():
+            item = st.items[item_id]
+            if item.kind != kind or not item.alive(now):
+                continue
+            sim = float(sims[row])
+            if best is None or sim > best[1]:
+                best = (item, sim)
+        return best
+
+    def _write_result(
+        self, st: ScopeState, block: CacheBlock, item: CacheItem, now: datetime, *, merged: bool
+    ) -> dict[str, Any]:
+        return {
+            "item_id": item.id,
+            "merged": merged,
+            "block_id": block.id,
+            "block_status": block.status,
+            "token_count": block.token_count,
+            "items_in_block": len(st.live_items_of(block.id, now)),
+            "version": st.version,
+        }
+
+    def search(self, inp: CacheSearchInput) -> list[dict[str, Any]]:
+        """Phase one: blocks of the scope ranked by relevance of their summary or best live item to the query."""
+        qvec = self.embedder.embed_query(inp.query)
+        import numpy as np
+
+        q = np.asarray(qvec, dtype=np.float32)
+        with self.coll.lock:
+            now = self._now()
+            st = self._scope(inp.scope)
+            rows, sims = st.similarities(qvec)
+            hits: list[tuple[float, CacheBlock, list[CacheItem]]] = []
+            for block in st.blocks.values():
+                live = st.live_items_of(block.id, now)
+                if not live:
+                    continue
+                relevance = max(float(sims[rows[it.id]]) for it in live)
+                summary_vec = st.block_vecs.get(block.id)
+                if summary_vec is not None:
+                    relevance = max(relevance, float(summary_vec @ q))
+                hits.append((relevance, block, live))
+            hits.sort(key=lambda h: (-h[0], -h[1].seq))
+            return [
+                {
+                    "block_id": block.id,
+                    "summary": self._summary_of(st, block, live),
+                    "relevance": round(relevance, 4),
+                    "created_at": iso(block.created_at),
+                    "status": block.status,
+                    "seq": block.seq,
+                    "items": len(live),
+                }
+                for relevance, block, live in hits[: inp.limit]
+            ]
+
+    def _find_block(self, block_id: str) -> tuple[ScopeState, CacheBlock] | None:
+        state = _state_of(self.coll)
+        for st in state.scopes.values():
+            block = st.blocks.get(block_id)
+            if block is not None:
+                return st, block
+        stored = self.coll.retrieve([block_id])
+        if not stored or (stored[0].payload or {}).get("type") != "block":
+            return None
+        st = self._scope(str((stored[0].payload or {}).get("scope")))
+        block = st.blocks.get(block_id)
+        return (st, block) if block is not None else None
+
+    def get(self, block_id: str) -> dict[str, Any]:
+        """Phase two: a block's live items in full (reading them counts as an access: their TTL restarts)."""
+        with self.coll.lock:
+            now = self._now()
+            found = self._find_block(block_id)
+            if found is None:
+                raise NotFound(
+                    f"no cache block with id {block_id} for this identity: it never existed, "
+                    "or it was evicted or expired. Run cache_search for current blocks"
+                )
+            st, block = found
+            live = st.live_items_of(block.id, now)
+            if block.status == "closed" and not live:
+                raise NotFound(f"cache block {block_id} has expired: all its items outlived their TTL")
+            for item in live:
+                item.access_count += 1
+                item.ttl_expires_at = self._expiry(now, item.ttl_minutes)
+                st.changed(item.id)
+                update: dict[str, Any] = {"access_count": item.access_count}
+                if item.ttl_expires_at is not None:
+                    update["ttl_expires_at"] = iso(item.ttl_expires_at)
+                self.coll.set_payload(item.id, update)
+            self._touched.add(st.scope)
+            return {
+                "block_id": block.id,
+                "scope": st.scope,
+                "seq": block.seq,
+                "status": block.status,
+                "summary": self._summary_of(st, block, live),
+                "token_count": block.token_count,
+                "created_at": iso(block.created_at),
+                "closed_at": iso(block.closed_at) if block.closed_at else None,
+                "items": [it.full_view() for it in live],
+            }
+
+    def compact(self, scope: str, trigger: str = "cache_compact") -> dict[str, Any]:
+        """Close the scope's open block now (if it holds live items); a new block opens."""
+        closed: CacheBlock | None = None
+        items: list[CacheItem] = []
+        with self.coll.lock:
+            now = self._now()
+            st = self._scope(scope)
+            self._touched.add(scope)
+            if st.open_block_id is not None:
+                items = st.live_items_of(st.open_block_id, now)
+            result = self._close_open_block(st, now)
+            if result is None:
+                new_block = self._open(st, now)
+            else:
+                closed, new_block = result
+        source = self._after_close(closed, items)
+        return {
+            "scope": scope,
+            "closed_block_id": closed.id if closed else None,
+            "new_block_id": new_block.id,
+            "summary_generated": closed is not None,
+            "summary_source": source,
+            "items_closed": len(items) if closed else 0,
+            "trigger": trigger,
+        }
+
+    def compact_touched(self, trigger: str) -> list[dict[str, Any]]:
+        """Close the open block of every scope this session used; nothing is opened if it used none."""
+        results = []
+        for scope in sorted(self._touched):
+            try:
+                result = self.compact(scope, trigger=trigger)
+            except Exception:
+                logger.exception("compacting a cache scope failed", extra={"scope": scope})
+                continue
+            if result["summary_generated"]:
+                results.append(result)
+        return results
+
+    # Packs
+
+    def pack(self, inp: CachePackInput) -> dict[str, Any]:
+        """The memory pack: the scope's most useful live items rendered within ``token_budget`` tokens."""
+        budget = inp.token_budget if inp.token_budget is not None else self.config.default_pack_budget
+        key = (budget, inp.query, inp.since_version)
+        with self.coll.lock:
+            now = self._now()
+            st = self._scope(inp.scope)
+            self._touched.add(inp.scope)
+            cached = st.packs.get(key)
+            if cached is not None and cached.version == st.version and now < cached.valid_until:
+                return finish({**cached.output, "is_fresh": True})
+        qvec = self.embedder.embed_query(inp.query) if inp.query else None
+        with self.coll.lock:
+            now = self._now()
+            st = self._scope(inp.scope)
+            if inp.since_version is not None and inp.since_version > st.version:
+                raise InvalidInput(
+                    f"field 'since_version': {inp.since_version} is newer than scope {inp.scope!r}'s "
+                    f"current version {st.version}; ask a full pack (no since_version) to resynchronise"
+                )
+            output, valid_until = build_pack(st, budget, qvec, inp.since_version, now, self.identity)
+            if self.config.fresh_seconds > 0:
+                st.packs[key] = CachedPack(
+                    st.version, min(valid_until, now + timedelta(seconds=self.config.fresh_seconds)), output
+                )
+                if len(st.packs) > 32:
+                    st.packs.pop(next(iter(st.packs)))
+            return finish(dict(output))

@@ -1,0 +1,617 @@
+"""``agent-memory``: look after an identity's memory from the shell.
+
+The commands work on the services directly (through :class:`AgentMemory`), not through
+the tool layer; only ``demo`` drives the tools, as an agent would. This is the user
+interface, so it prints; the library underneath only logs.
+
+Exit codes: 0 success; 1 the operation failed (not found, store in use, model mismatch,
+embedding failure, ...); 2 the command was wrong (usage, invalid identity, invalid input
+or config, a bad import file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from ..config import DEFAULT_STORAGE_ROOT, ROOT_ENV, MemoryConfig, parse_config
+from ..errors import AgentMemoryError, ConfigError, IdentityError, InvalidInput
+from ..identity import DEFAULT_IDENTITY, IDENTITY_ENV, ResolvedIdentity, validate_identity
+from ..validation import describe_validation_error
+from .config_file import CliError, load_config_file
+
+if TYPE_CHECKING:
+    from ..runtime import AgentMemory
+
+PROG = "agent-memory"
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+# Errors that mean "the command was wrong" rather than "the operation failed".
+_USAGE_ERRORS: tuple[type[AgentMemoryError], ...] = (IdentityError, InvalidInput, ConfigError)
+_MAX_IMPORT_ERRORS_SHOWN = 10
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def resolve_cli_identity(flag: str | None) -> ResolvedIdentity:
+    """``--identity``, else ``$AMPLIFIER_AGENT_IDENTITY``, else ``default``; validated."""
+    if flag is not None:
+        return ResolvedIdentity(validate_identity(flag), "flag")
+    env = os.environ.get(IDENTITY_ENV)
+    if env:
+        return ResolvedIdentity(validate_identity(env), "env")
+    return ResolvedIdentity(DEFAULT_IDENTITY, "default")
+
+
+def _read_store_meta(store_path: Path) -> dict[str, Any] | None:
+    from ..store.edge import STORE_META
+
+    try:
+        meta = json.loads((store_path / STORE_META).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def _embeddings_from_meta(meta: dict[str, Any]) -> dict[str, Any] | None:
+    """The embedding config a store was written with, when its model id says enough to rebuild it."""
+    model_id = str(meta.get("model_id", ""))
+    provider, _, name = model_id.partition(":")
+    if provider == "local":
+        return {"provider": "local"}
+    if provider == "fastembed" and name:
+        return {"provider": "fastembed", "model": name}
+    if provider == "openai" and name:
+        return {"provider": "openai", "model": name, "dimensions": int(meta.get("dim", 0)) or None}
+    return None
+
+
+def build_config(args: argparse.Namespace, identity: str) -> MemoryConfig:
+    """The module config the CLI runs with: ``--config`` file, then ``--root``.
+
+    Without ``--config`` the embedding model is the one the identity's store was written
+    with (from its ``store.json``), so the CLI works on any existing store out of the box.
+    """
+    raw: dict[str, Any] = load_config_file(args.config) if getattr(args, "config", None) else {}
+    if getattr(args, "root", None):
+        raw["storage_root"] = args.root
+    config = parse_config(raw)
+    if "embeddings" not in raw:
+        meta = _read_store_meta(config.resolved_root() / identity)
+        embeddings = _embeddings_from_meta(meta) if meta else None
+        if embeddings is not None:
+            config = parse_config({**raw, "embeddings": embeddings})
+    return config
+
+
+@contextmanager
+def open_runtime(args: argparse.Namespace, *, adopt_recorded_model: bool = False) -> Iterator[AgentMemory]:
+    """An :class:`AgentMemory` for the command's identity and root, closed on exit."""
+    from ..runtime import AgentMemory
+
+    identity = resolve_cli_identity(getattr(args, "identity", None))
+    config = build_config(args, identity.name)
+    runtime = AgentMemory(config, identity, session_id="cli", adopt_recorded_model=adopt_recorded_model)
+    try:
+        yield runtime
+    finally:
+        runtime.close()
+
+
+def _validate(model: type[BaseModel], data: dict[str, Any]) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidInput(describe_validation_error(exc)) from exc
+
+
+def _print_json(data: Any, out: IO[str] | None = None) -> None:
+    print(json.dumps(data, ensure_ascii=False, default=str), file=out or sys.stdout)
+
+
+def _text_arg(words: Sequence[str], what: str) -> str:
+    """Words joined by spaces; a lone ``-`` reads standard input."""
+    if list(words) == ["-"]:
+        text = sys.stdin.read()
+        if not text.strip():
+            raise InvalidInput(f"{what} read from standard input is empty")
+        return text.rstrip("\n")
+    return " ".join(words)
+
+
+def _one_line(text: str, width: int = 100) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _tags_suffix(tags: Sequence[str]) -> str:
+    return f"  #{' #'.join(tags)}" if tags else ""
+
+
+def cmd_store(args: argparse.Namespace) -> int:
+    from ..memory.models import MemoryStoreInput
+
+    data: dict[str, Any] = {"content": _text_arg(args.content, "content"), "kind": args.kind}
+    if args.tag:
+        data["tags"] = args.tag
+    if args.file:
+        data["files"] = args.file
+    if args.importance is not None:
+        data["importance"] = args.importance
+    inp = _validate(MemoryStoreInput, data)
+    with open_runtime(args) as rt:
+        outcome = rt.memory().store(inp)
+        result = {**outcome.as_output(), "identity": rt.identity_name}
+    if args.json:
+        _print_json(result)
+        return EXIT_OK
+    if outcome.created:
+        print(f"stored {outcome.id} ({inp.kind}) for identity {result['identity']}")
+    elif outcome.duplicate:
+        print(f"already stored: exact duplicate of {outcome.id}; nothing written")
+    else:
+        print(f"near-duplicate of {outcome.id} (similarity {result['similarity']}): refreshed it instead of adding")
+    for field, patterns in (outcome.redacted or {}).items():
+        print(f"redacted from {field}: {', '.join(patterns)}")
+    return EXIT_OK
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from ..memory.models import MemorySearchInput
+
+    data: dict[str, Any] = {"query": _text_arg(args.query, "query"), "limit": args.limit}
+    for key in ("kind", "since", "until"):
+        if getattr(args, key) is not None:
+            data[key] = getattr(args, key)
+    if args.tag:
+        data["tags"] = args.tag
+    if args.file:
+        data["files"] = args.file
+    inp = _validate(MemorySearchInput, data)
+    with open_runtime(args) as rt:
+        results = rt.memory().search(inp)
+        identity = rt.identity_name
+    if args.json:
+        _print_json({"query": inp.query, "results": results, "count": len(results), "identity": identity})
+        return EXIT_OK
+    if not results:
+        print(f"no memories match {inp.query!r} for identity {identity}")
+        return EXIT_OK
+    for rank, hit in enumerate(results, 1):
+        print(f"{rank}. [{hit['score']:.3f}] ({hit['kind']}) {hit['content']}")
+        print(f"   id {hit['id']}  created {hit['created_at']}{_tags_suffix(hit['tags'])}")
+    return EXIT_OK
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from ..memory.models import MemoryListInput
+
+    data: dict[str, Any] = {"limit": args.limit}
+    if args.kind is not None:
+        data["kind"] = args.kind
+    if args.before is not None:
+        data["before"] = args.before
+    inp = _validate(MemoryListInput, data)
+    with open_runtime(args) as rt:
+        page = rt.memory().list(inp)
+        identity = rt.identity_name
+    if args.json:
+        _print_json({**page, "identity": identity})
+        return EXIT_OK
+    if not page["memories"]:
+        print(f"no memories for identity {identity}")
+        return EXIT_OK
+    for mem in page["memories"]:
+        summary = f"({mem['kind']}) {_one_line(mem['content'])}{_tags_suffix(mem['tags'])}"
+        print(f"{mem['created_at']}  {mem['id']}  {summary}")
+    if page["next_before"]:
+        print(f"more: agent-memory list --before {page['next_before']}")
+    return EXIT_OK
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    from ..errors import NotFound
+    from ..memory.models import MemoryIdInput
+
+    ids = [_validate(MemoryIdInput, {"id": raw}).id for raw in args.ids]
+    deleted: list[dict[str, Any]] = []
+    missing: list[str] = []
+    with open_runtime(args) as rt:
+        for memory_id in ids:
+            try:
+                deleted.append(rt.memory().forget(memory_id))
+            except NotFound:
+                missing.append(memory_id)
+        identity = rt.identity_name
+    if args.json:
+        _print_json({"deleted": deleted, "not_found": missing, "identity": identity})
+    else:
+        for mem in deleted:
+            print(f"forgot {mem['id']} ({mem['kind']}) {_one_line(mem['content'])}")
+    if missing:
+        print(f"{PROG}: no memory with id {', '.join(missing)} for identity {identity}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _feature_counts(rt: AgentMemory, path: Path | None) -> dict[str, dict[str, int]]:
+    """Counts of the plan cache and the working-memory cache.
+
+    On the embedded backend a feature's collection is opened only if its folder exists, so
+    ``inspect`` never creates one (``path`` is None on a server, where that cannot be seen).
+    """
+    plans = {"total": 0, "fresh": 0, "stale": 0}
+    if path is None or (path / "plans").is_dir():
+        service = rt.plans()
+        total, stale = service.count(), service.count(stale=True)
+        plans = {"total": total, "fresh": total - stale, "stale": stale}
+    cache = {"items": 0, "expired": 0, "blocks": 0}
+    if path is None or (path / "cache").is_dir():
+        cache = _cache_counts(rt.cache())
+    return {"plans": plans, "cache": cache}
+
+
+def _cache_counts(service: Any) -> dict[str, int]:
+    """Items (and how many of them expired, awaiting ``gc``) and blocks of the working-memory cache."""
+    import qdrant_edge as qe
+
+    from ..store.edge import iso, utc_now
+
+    def of_type(kind: str, *more: Any) -> Any:
+        return qe.Filter(must=[qe.FieldCondition("type", match=qe.MatchValue(kind)), *more])
+
+    expired = qe.FieldCondition("ttl_expires_at", range=qe.RangeDateTime(lte=iso(utc_now())))
+    coll = service.coll
+    return {
+        "items": int(coll.count(of_type("item"))),
+        "expired": int(coll.count(of_type("item", expired))),
+        "blocks": int(coll.count(of_type("block"))),
+    }
+
+
+def inspect_store(args: argparse.Namespace) -> dict[str, Any]:
+    """What ``inspect`` reports; on the embedded backend it creates nothing for an identity without a store."""
+    identity = resolve_cli_identity(getattr(args, "identity", None))
+    config = build_config(args, identity.name)
+    embedded = config.storage.backend == "edge"
+    path = config.resolved_root() / identity.name
+    meta = _read_store_meta(path) if embedded else None
+    report: dict[str, Any] = {
+        "identity": identity.name,
+        "identity_source": identity.source,
+        "backend": config.storage.backend,
+        "path": str(path),
+        "exists": meta is not None,
+        "embedding_model": meta.get("model_id") if meta else None,
+        "dim": meta.get("dim") if meta else None,
+        "created_at": meta.get("created_at") if meta else None,
+        "memories": {"total": 0, "by_kind": {}},
+        "disk_bytes": 0,
+    }
+    if embedded and meta is None:
+        return report
+    with open_runtime(args) as rt:
+        store = rt.store()
+        by_kind = rt.memory().counts_by_kind()
+        report["memories"] = {"total": sum(by_kind.values()), "by_kind": by_kind}
+        report.update(_feature_counts(rt, path if embedded else None))
+        if embedded:
+            report["disk_bytes"] = store.disk_bytes()
+        else:
+            # A server's disk use is the server's business: not measurable from here.
+            report.update(path=str(store.path), exists=True, embedding_model=store.model_id, dim=store.dim)
+            report["disk_bytes"] = None
+    return report
+
+
+def _human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    report = inspect_store(args)
+    if args.json:
+        _print_json(report)
+        return EXIT_OK
+    print(f"identity   {report['identity']} (from {report['identity_source']})")
+    print(f"path       {report['path']}")
+    if not report["exists"]:
+        print("store      none yet (it is created by the first memory stored or imported)")
+        return EXIT_OK
+    print(f"model      {report['embedding_model']} (dim {report['dim']})")
+    kinds = ", ".join(f"{k} {v}" for k, v in report["memories"]["by_kind"].items() if v) or "none"
+    print(f"memories   {report['memories']['total']} ({kinds})")
+    for feature in ("cache", "plans"):
+        if feature in report:
+            print(f"{feature:<10} " + ", ".join(f"{k} {v}" for k, v in report[feature].items()))
+    if report["disk_bytes"] is not None:
+        print(f"disk       {_human_bytes(report['disk_bytes'])}")
+    return EXIT_OK
+
+
+@contextmanager
+def _output_stream(path: str | None) -> Iterator[IO[str]]:
+    """stdout, or a file written in full before it replaces ``path`` (no half-written export)."""
+    if not path or path == "-":
+        yield sys.stdout
+        return
+    target = Path(path).expanduser()
+    tmp = target.with_name(f".{target.name}.partial")
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            yield fh
+        tmp.replace(target)
+    except OSError as exc:
+        raise CliError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    count = 0
+    # Whatever model wrote the store: export is the way out of a model change (export, move, import).
+    with open_runtime(args, adopt_recorded_model=True) as rt, _output_stream(args.out) as out:
+        identity = rt.identity_name
+        for record in rt.memory().export():
+            out.write(record.model_dump_json() + "\n")
+            count += 1
+    if args.out and args.out != "-":
+        summary = {"exported": count, "path": str(Path(args.out).expanduser()), "identity": identity}
+        if args.json:
+            _print_json(summary)
+        else:
+            print(f"exported {count} memories of identity {identity} to {summary['path']}")
+    return EXIT_OK
+
+
+def _read_lines(path: str) -> list[str]:
+    if path == "-":
+        return sys.stdin.read().splitlines()
+    try:
+        return Path(path).expanduser().read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{path} is not UTF-8 text: {exc}") from exc
+
+
+def parse_import_lines(lines: Sequence[str], source: str) -> tuple[list[Any], int]:
+    """Validate every line as a MemoryRecord; raise naming each bad line. Returns (records, duplicate ids)."""
+    from ..memory.models import MemoryRecord
+
+    by_id: dict[str, MemoryRecord] = {}
+    errors: list[str] = []
+    total = 0
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        total += 1
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            errors.append(f"line {number}: not valid JSON ({exc.msg} at column {exc.colno})")
+            continue
+        if not isinstance(data, dict):
+            errors.append(f"line {number}: must be a JSON object, got {type(data).__name__}")
+            continue
+        try:
+            record = MemoryRecord.model_validate(data)
+        except ValidationError as exc:
+            errors.append(f"line {number}: {describe_validation_error(exc)}")
+            continue
+        # Idempotent on id: a later line with the same id replaces the earlier one.
+        by_id.pop(record.id, None)
+        by_id[record.id] = record
+    if errors:
+        shown = "; ".join(errors[:_MAX_IMPORT_ERRORS_SHOWN])
+        more = f" (and {len(errors) - _MAX_IMPORT_ERRORS_SHOWN} more)" if len(errors) > _MAX_IMPORT_ERRORS_SHOWN else ""
+        raise CliError(
+            f"{source}: {len(errors)} of {total} lines are invalid, nothing was imported: {shown}{more}"
+        )
+    return list(by_id.values()), total - len(by_id)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    source = "standard input" if args.file == "-" else args.file
+    records, repeated = parse_import_lines(_read_lines(args.file), source)
+    # Oldest first, so the store's write order (seq) follows creation whatever order the file has.
+    records.sort(key=lambda record: record.created_at)
+    result: dict[str, Any] = {"read": len(records) + repeated, "repeated_ids": repeated, "dry_run": args.dry_run}
+    if args.dry_run:
+        result["imported"] = 0
+        result["identity"] = resolve_cli_identity(getattr(args, "identity", None)).name
+    else:
+        with open_runtime(args) as rt:
+            batch = rt.config.embeddings.batch_size
+            result.update(rt.memory().import_records(records, batch=batch))
+            result["identity"] = rt.identity_name
+    if args.json:
+        _print_json(result)
+    elif args.dry_run:
+        print(f"{source}: {len(records)} valid memories; nothing written (--dry-run)")
+    else:
+        note = f" ({repeated} repeated ids: the last line of each won)" if repeated else ""
+        print(f"imported {result['imported']} memories into identity {result['identity']}{note}")
+    return EXIT_OK
+
+
+def cmd_gc(args: argparse.Namespace) -> int:
+    identity = resolve_cli_identity(getattr(args, "identity", None))
+    config = build_config(args, identity.name)
+    removed = 0
+    # No cache folder means nothing to sweep: do not create an embedded store just to find that out.
+    if config.storage.backend != "edge" or (config.resolved_root() / identity.name / "cache").is_dir():
+        with open_runtime(args) as rt:
+            removed = rt.cache().sweep_expired(limit=args.limit)
+    if args.json:
+        _print_json({"removed": removed, "identity": identity.name})
+    else:
+        print(f"removed {removed} expired working-memory items of identity {identity.name}")
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    identity = validate_identity(args.identity) if args.identity is not None else "demo"
+    return run_demo(root=args.root, identity=identity, as_json=args.json, config_path=args.config)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def _common_options() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    group = common.add_argument_group("common options")
+    group.add_argument(
+        "--identity",
+        default=argparse.SUPPRESS,
+        help=f"whose memory (default ${IDENTITY_ENV}, else '{DEFAULT_IDENTITY}')",
+    )
+    group.add_argument(
+        "--root",
+        default=argparse.SUPPRESS,
+        help=f"storage root (default ${ROOT_ENV}, else {DEFAULT_STORAGE_ROOT})",
+    )
+    group.add_argument(
+        "--config",
+        default=argparse.SUPPRESS,
+        metavar="FILE",
+        help="the module's config block (YAML or JSON), e.g. to choose the embedding model",
+    )
+    group.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
+    group.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log progress and tracebacks"
+    )
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``agent-memory`` argument parser."""
+    from ..memory.models import MAX_SEARCH_LIMIT, MEMORY_KINDS
+
+    common = _common_options()
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Long-term memory of Amplifier agents: one private embedded store per identity.",
+        parents=[common],
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def add(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, parents=[common], help=help_text, description=help_text)
+        p.set_defaults(handler=handler)
+        return p
+
+    p = add("demo", cmd_demo, "run the tools in a real Amplifier session on a temporary store (offline)")
+    p.epilog = "The demo uses identity 'demo' and a temporary root unless --identity/--root are given."
+
+    p = add("store", cmd_store, "store one memory")
+    p.add_argument("content", nargs="+", help="what to remember ('-' reads standard input)")
+    p.add_argument("--kind", choices=MEMORY_KINDS, default="note")
+    p.add_argument("--tag", action="append", metavar="TAG", help="a tag (repeatable)")
+    p.add_argument("--file", action="append", metavar="PATH", help="a related file path (repeatable)")
+    p.add_argument("--importance", type=float, help="0..1 (default 0.5)")
+
+    p = add("search", cmd_search, "search memories by meaning and keywords")
+    p.add_argument("query", nargs="+", help="what to look for ('-' reads standard input)")
+    p.add_argument("--limit", type=int, default=5, help=f"results (default 5, at most {MAX_SEARCH_LIMIT})")
+    p.add_argument("--kind", choices=MEMORY_KINDS)
+    p.add_argument("--tag", action="append", metavar="TAG", help="only memories with any of these tags")
+    p.add_argument("--file", action="append", metavar="PATH", help="only memories about these files")
+    p.add_argument("--since", metavar="ISO", help="created at or after (e.g. 2026-01-31)")
+    p.add_argument("--until", metavar="ISO", help="created at or before")
+
+    p = add("list", cmd_list, "list memories, newest first")
+    p.add_argument("--limit", type=int, default=20, help="memories per page (1-100, default 20)")
+    p.add_argument("--kind", choices=MEMORY_KINDS)
+    p.add_argument("--before", metavar="ISO", help="only memories created before this time (paging)")
+
+    p = add("forget", cmd_forget, "delete memories by id")
+    p.add_argument("ids", nargs="+", metavar="ID")
+
+    add("inspect", cmd_inspect, "show the store: path, model, counts by kind, disk use")
+
+    p = add("export", cmd_export, "write every memory as JSON lines")
+    p.add_argument("--out", metavar="FILE", help="write to FILE (default standard output)")
+
+    p = add("import", cmd_import, "import JSON lines written by export (all lines are checked first)")
+    p.add_argument("file", metavar="FILE", help="JSONL file ('-' reads standard input)")
+    p.add_argument("--dry-run", action="store_true", help="validate only; write nothing")
+
+    p = add("gc", cmd_gc, "remove expired working-memory cache items (and closed blocks left empty)")
+    p.add_argument("--limit", type=_positive_int, metavar="N", help="remove at most N items (default all)")
+    return parser
+
+
+def _configure_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def _report_error(message: str, kind: str, as_json: bool) -> None:
+    if as_json:
+        _print_json({"error": {"message": message, "type": kind}}, out=sys.stderr)
+    else:
+        print(f"{PROG}: error: {message}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; return the exit code (the console script exits with it)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_USAGE)
+    for name, default in (("identity", None), ("root", None), ("config", None), ("json", False), ("verbose", False)):
+        if not hasattr(args, name):
+            setattr(args, name, default)
+    _configure_logging(args.verbose)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except AgentMemoryError as exc:
+        _report_error(str(exc), exc.kind, args.json)
+        return EXIT_USAGE if isinstance(exc, (*_USAGE_ERRORS, CliError)) else EXIT_FAILED
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # `agent-memory export | head`: the reader left; not an error of ours.
+        sys.stderr.close()
+        return EXIT_OK
+    except Exception as exc:
+        if args.verbose:
+            logging.getLogger(__name__).exception("unexpected failure")
+        _report_error(
+            f"unexpected {type(exc).__name__}: {exc} (this is a bug; --verbose shows the traceback)",
+            "internal_error",
+            args.json,
+        )
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

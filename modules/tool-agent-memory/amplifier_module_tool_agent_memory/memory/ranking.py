@@ -1,0 +1,161 @@
+"""Hybrid retrieval for long-term memory, measured on the LoCoMo dev split.
+
+Every memory is stored with two dense vectors and two BM25-indexed text fields: ``dense``
+and ``content`` hold the memory itself; ``ctx`` and ``ctx_text`` hold the previous memory
+of the same thread followed by this one. A *thread* is what one writer (one session)
+stores in sequence, numbered by ``seq``: a general rule, since a remark usually makes
+sense together with the one written just before it.
+
+A search is one Qdrant query: four prefetches (dense, ctx, BM25 content, BM25 ctx_text;
+stemmed, English stopwords) fused by RRF inside Qdrant. Python then adds a share of each
+candidate's best thread neighbour's fused score (the answer often sits next to the turn
+that matched), applies a small recency and importance boost, and cuts to ``limit``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from ..store.edge import DENSE, Collection
+
+if TYPE_CHECKING:
+    import qdrant_edge
+
+CTX = "ctx"
+CONTENT = "content"
+CTX_TEXT = "ctx_text"
+MEMORY_VECTORS: tuple[str, ...] = (DENSE, CTX)
+
+
+@dataclass(frozen=True)
+class RetrievalParams:
+    """Defaults measured on LoCoMo dev (760 questions, 5 conversations; one setting for all).
+
+    R@10 by variant: RRF k=10 over dense+BM25 0.655; + the ctx vector and ctx_text BM25
+    0.728; + BM25 b=0.3 0.735; + neighbour propagation 0.747.
+    """
+
+    # RRF's k: with ~50 candidates a list, a small k lets the top of each list dominate
+    # (k=10 beats the textbook 60 by ~0.06 R@10; 5 and 20 are within noise).
+    rrf_k: int = 10
+    # Candidates read from each of the four lists; 25/50/100 measured equal, 50 leaves room for filters.
+    prefetch_limit: int = 50
+    # Fused candidates kept for neighbour propagation (at least the limit asked for).
+    candidates: int = 50
+    # BM25: low length normalisation, so short chat lines are not rewarded for being short
+    # (b=0.75 0.727, b=0.3 0.735, b=1.0 0.718).
+    bm25_k: float = 1.2
+    bm25_b: float = 0.3
+    # score += alpha * best fused score of the seq-1 / seq+1 neighbour in the same thread
+    # (alpha 0.1/0.2/0.3/0.4 -> 0.736/0.747/0.743/0.736).
+    neighbour_alpha: float = 0.2
+    # final = score * (1 + recency_weight * 2^(-age/half_life) + importance_weight * (importance - 0.5)):
+    # small on purpose, it reorders near-ties only (R@10 moved <= 0.003 with real session dates).
+    recency_weight: float = 0.03
+    recency_half_life_days: float = 30.0
+    importance_weight: float = 0.1
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One ranked memory."""
+
+    id: str
+    score: float
+    payload: dict[str, Any]
+
+
+def context_text(content: str, prev_content: str | None) -> str:
+    """What ``ctx`` embeds and ``ctx_text`` indexes: the thread's previous memory, then this one.
+
+    Only the previous memory is used so that nothing is rewritten when later memories arrive
+    (a previous+next window measured no better).
+    """
+    return f"{prev_content}\n{content}" if prev_content else content
+
+
+def _age_days(stamp: Any, now: datetime) -> float | None:
+    if not isinstance(stamp, str):
+        return None
+    try:
+        ts = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=UTC)
+    return max(0.0, (now - ts).total_seconds() / 86400.0)
+
+
+def boost_factor(payload: dict[str, Any], now: datetime, params: RetrievalParams) -> float:
+    """The recency and importance boost (1.0 when both are neutral or absent)."""
+    factor = 1.0
+    age = _age_days(payload.get("updated_at") or payload.get("created_at"), now)
+    if age is not None and params.recency_half_life_days > 0:
+        factor += params.recency_weight * math.pow(2.0, -age / params.recency_half_life_days)
+    importance = payload.get("importance")
+    if isinstance(importance, int | float):
+        factor += params.importance_weight * (float(importance) - 0.5)
+    return factor
+
+
+def build_request(
+    query_text: str, query_vec: list[float], flt: qdrant_edge.Filter | None, params: RetrievalParams
+) -> qdrant_edge.QueryRequest:
+    """The single Qdrant request: four prefetches fused by RRF."""
+    import qdrant_edge as qe
+
+    bm25 = qe.Bm25Params(k=params.bm25_k, b=params.bm25_b)
+    depth = params.prefetch_limit
+    prefetches = [
+        qe.Prefetch(limit=depth, query=qe.Query.Nearest(query_vec, using=DENSE), filter=flt),
+        qe.Prefetch(limit=depth, query=qe.Query.Nearest(query_vec, using=CTX), filter=flt),
+        qe.Prefetch(limit=depth, query=qe.TextQuery(CONTENT, query_text, bm25), filter=flt),
+        qe.Prefetch(limit=depth, query=qe.TextQuery(CTX_TEXT, query_text, bm25), filter=flt),
+    ]
+    return qe.QueryRequest(
+        limit=params.candidates,
+        prefetches=prefetches,
+        # The stub types `query` as Fusion, but Fusion.Rrf is a nested class, not a subclass.
+        query=qe.Fusion.Rrf(k=params.rrf_k),  # type: ignore[arg-type]
+        filter=flt,
+        with_payload=True,
+    )
+
+
+def rerank(points: Sequence[Any], limit: int, now: datetime, params: RetrievalParams) -> list[Hit]:
+    """Neighbour propagation, then the boost; best ``limit`` first."""
+    fused: dict[tuple[Any, Any], float] = {}
+    for p in points:
+        payload = p.payload or {}
+        if "thread" in payload and "seq" in payload:
+            fused[(payload["thread"], payload["seq"])] = float(p.score)
+    hits: list[Hit] = []
+    for p in points:
+        payload = dict(p.payload or {})
+        score = float(p.score)
+        thread, seq = payload.get("thread"), payload.get("seq")
+        if params.neighbour_alpha and thread is not None and isinstance(seq, int):
+            neighbour = max(fused.get((thread, seq - 1), 0.0), fused.get((thread, seq + 1), 0.0))
+            score += params.neighbour_alpha * neighbour
+        hits.append(Hit(str(p.id), score * boost_factor(payload, now, params), payload))
+    hits.sort(key=lambda h: h.score, reverse=True)
+    return hits[:limit]
+
+
+def hybrid_search(
+    coll: Collection,
+    query_text: str,
+    query_vec: list[float],
+    limit: int,
+    flt: qdrant_edge.Filter | None,
+    now: datetime,
+    params: RetrievalParams = RetrievalParams(),
+) -> list[Hit]:
+    """Search memories: one fused Qdrant query, then cheap Python post-processing."""
+    if params.candidates < limit:
+        params = replace(params, candidates=limit)
+    return rerank(coll.query(build_request(query_text, query_vec, flt, params)), limit, now, params)

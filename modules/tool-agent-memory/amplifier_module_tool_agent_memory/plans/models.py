@@ -1,0 +1,154 @@
+"""Pydantic models at the plan cache's edges: the plan_* tool inputs and the stored plan.
+
+Each input model is also the tool's JSON Schema (see ``tools/base.py``).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator
+
+from ..memory.models import check_point_id, parse_timestamp
+
+MAX_PROMPT_CHARS = 2_000
+MAX_STEPS = 50
+MAX_PLAN_BYTES = 64 * 1024
+MAX_TOOL_NAME = 200
+MAX_TOP_K = 20
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must contain non-whitespace text")
+    return value
+
+
+def plan_json_bytes(actions: list[dict[str, Any]]) -> int:
+    """Size of the plan as compact UTF-8 JSON: the 64 KB rule is measured on this."""
+    return len(json.dumps(actions, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+
+
+class _Input(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+
+class PlanAction(_Input):
+    """One step of a plan: a tool name and its arguments."""
+
+    tool: str = Field(..., min_length=1, max_length=MAX_TOOL_NAME, description="Tool name (non-empty).")
+    args: dict[str, Any] = Field(default_factory=dict, description="The tool's arguments (a JSON object).")
+
+    @field_validator("tool")
+    @classmethod
+    def _tool_not_blank(cls, value: str) -> str:
+        return _not_blank(value).strip()
+
+
+class PlanStoreInput(_Input):
+    """Remember the tool sequence that solved a request."""
+
+    prompt: str = Field(
+        ..., min_length=1, max_length=MAX_PROMPT_CHARS, description="The request the plan solved (1-2,000 chars)."
+    )
+    actions: list[PlanAction] = Field(
+        ..., min_length=1, max_length=MAX_STEPS, description="Ordered {tool, args} steps (1-50, at most 64 KB JSON)."
+    )
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt_not_blank(cls, value: str) -> str:
+        return _not_blank(value)
+
+    @field_validator("actions")
+    @classmethod
+    def _size(cls, actions: list[PlanAction]) -> list[PlanAction]:
+        try:
+            size = plan_json_bytes([a.model_dump() for a in actions])
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"every args value must be JSON-serialisable ({exc})") from exc
+        if size > MAX_PLAN_BYTES:
+            raise ValueError(f"the plan is {size} bytes of JSON, more than the {MAX_PLAN_BYTES} allowed")
+        return actions
+
+
+class PlanLookupInput(_Input):
+    """Find a cached plan for a request."""
+
+    prompt: str = Field(..., min_length=1, max_length=MAX_PROMPT_CHARS, description="The request to solve.")
+    top_k: int | None = Field(
+        None, ge=1, le=MAX_TOP_K, description="Nearest cached plans to consider (1-20; default from config, 3)."
+    )
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt_not_blank(cls, value: str) -> str:
+        return _not_blank(value)
+
+
+class PlanRewardInput(_Input):
+    """Report whether a replayed plan worked."""
+
+    plan_id: str | None = Field(None, min_length=1, max_length=64, description="The plan_id plan_lookup returned.")
+    prompt: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_PROMPT_CHARS,
+        validate_default=True,
+        description="Or the request whose plan to reward (give plan_id or prompt, not both).",
+    )
+    success: StrictBool = Field(..., description="true if replaying the plan solved the request.")
+    tool_failure: StrictBool = Field(
+        False, validate_default=True, description="true if a step's tool call failed (marks the plan stale)."
+    )
+
+    @field_validator("plan_id")
+    @classmethod
+    def _uuid(cls, value: str | None) -> str | None:
+        return None if value is None else check_point_id(value)
+
+    @field_validator("prompt")
+    @classmethod
+    def _one_target(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None:
+            _not_blank(value)
+        if "plan_id" not in info.data:
+            return value  # plan_id itself was invalid: that error is already reported
+        if (info.data["plan_id"] is None) == (value is None):
+            raise ValueError("give exactly one of 'plan_id' or 'prompt'")
+        return value
+
+    @field_validator("tool_failure")
+    @classmethod
+    def _failure_is_not_success(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and info.data.get("success") is True:
+            raise ValueError("can only be true when 'success' is false")
+        return value
+
+
+class PlanRecord(BaseModel):
+    """A stored plan (the point's payload, minus the signature the matcher keeps beside it)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    prompt: str
+    prompt_norm: str
+    actions: list[dict[str, Any]]
+    score: float = Field(1.0, ge=0.0, le=1.0)
+    stale: bool = False
+    uses: int = Field(0, ge=0)
+    rewards: int = Field(0, ge=0)
+    successes: int = Field(0, ge=0)
+    failures: int = Field(0, ge=0)
+    created_at: datetime
+    updated_at: datetime
+    last_used_at: datetime | None = None
+    rewarded_at: datetime | None = None
+    stale_reason: str | None = None
+
+    @field_validator("created_at", "updated_at", "last_used_at", "rewarded_at", mode="before")
+    @classmethod
+    def _iso(cls, value: object) -> datetime | None:
+        return None if value is None else parse_timestamp(value)

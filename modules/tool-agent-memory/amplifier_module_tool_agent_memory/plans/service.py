@@ -1,0 +1,403 @@
+"""The plan cache: remember tool sequences that solved a request, replay them only for the same request.
+
+Plain synchronous service over one identity's ``plans`` collection; the tool adapters
+and the auto-capture hooks run it off the event loop.
+
+* A plan's id is derived from its normalised prompt, so storing the same prompt again
+  overwrites the plan in place (and revives it if it was stale).
+* Each plan keeps the matcher's :class:`~.matching.PromptSignature` of its prompt in the
+  payload, computed at store time, so a lookup only computes the query's signature.
+* A lookup asks Qdrant for the ``top_k`` nearest non-stale plans and lets
+  :func:`~.matching.decide` judge each one; only a plan it calls the same request is a hit.
+* Every read-modify-write (store, reward, the use counter of a hit) holds the
+  collection's lock, so concurrent threads and sessions of one process never lose an update.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..config import PlanConfig
+from ..embeddings.providers import Embedder
+from ..errors import NotFound
+from ..store.edge import DENSE, Collection, CollectionSpec, IndexSpec, iso, utc_now
+from . import matching
+from .matching import MatchDecision, PromptSignature, decide, normalise_prompt, signature
+from .models import PlanLookupInput, PlanRecord, PlanRewardInput, PlanStoreInput
+
+if TYPE_CHECKING:
+    import qdrant_edge
+
+logger = logging.getLogger(__name__)
+
+PLANS = CollectionSpec(
+    "plans",
+    (
+        # qdrant-edge 0.9.0's MatchValue(False) matches no bool payload (the binding passes bools as ints),
+        # so filters use this keyword mirror of ``stale``: "fresh" or "stale".
+        IndexSpec("status", "keyword", hnsw=True),
+        IndexSpec("prompt_norm", "keyword"),
+        IndexSpec("updated_at", "datetime"),
+        IndexSpec("score", "float"),
+    ),
+)
+# Plan ids are uuid5(namespace, normalised prompt): equal prompts address the same point.
+_PLAN_NAMESPACE = uuid.UUID("6f1d9c7e-3b8a-5c1e-9f42-0a7d5e2b8c31")
+# Qdrant Edge searches a plain segment by brute force (~1 ms per 10k plans, more under load) and runs
+# no optimizer in the background: the HNSW index is built by an explicit, blocking optimize().
+# A store that leaves this many vectors unindexed builds the index before it returns.
+INDEX_AFTER_UNINDEXED = 5_000
+INDEX_CHECK_EVERY = 500
+SIG_KEY = "sig"
+FRESH = "fresh"
+STALE = "stale"
+SIG_RULE_KEY = "sig_rule"
+
+
+def plan_id_for(prompt: str) -> str:
+    """The id a plan for ``prompt`` has (or would have)."""
+    return str(uuid.uuid5(_PLAN_NAMESPACE, normalise_prompt(prompt)))
+
+
+@cache
+def rule_version() -> str:
+    """A fingerprint of the matching rule: signatures stored under another rule are recomputed."""
+    return hashlib.sha256(Path(matching.__file__).read_bytes()).hexdigest()[:16]
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, frozenset | set):
+        return {"__fs": sorted((_encode(v) for v in value), key=repr)}
+    if isinstance(value, tuple):
+        return {"__t": [_encode(v) for v in value]}
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    return value
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, dict):
+        if "__fs" in value:
+            return frozenset(_decode(v) for v in value["__fs"])
+        if "__t" in value:
+            return tuple(_decode(v) for v in value["__t"])
+        return {k: _decode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    return value
+
+
+def signature_to_payload(sig: PromptSignature) -> dict[str, Any]:
+    """A JSON-safe form of a signature (frozensets and tuples tagged so they come back as such)."""
+    return {f.name: _encode(getattr(sig, f.name)) for f in dataclasses.fields(sig)}
+
+
+def signature_from_payload(payload: dict[str, Any]) -> PromptSignature | None:
+    """The stored signature if it was written by this rule; None when it must be recomputed."""
+    raw = payload.get(SIG_KEY)
+    if payload.get(SIG_RULE_KEY) != rule_version() or not isinstance(raw, dict):
+        return None
+    try:
+        return PromptSignature(**{k: _decode(v) for k, v in raw.items()})
+    except TypeError:
+        return None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One of the nearest plans and the matcher's verdict on it."""
+
+    plan_id: str
+    prompt: str
+    decision: MatchDecision
+    score: float
+    cosine: float
+
+    def as_output(self) -> dict[str, Any]:
+        return {
+            "plan_id": self.plan_id,
+            "prompt": self.prompt,
+            "similarity": round(self.decision.similarity, 4),
+            "cosine": round(self.cosine, 4),
+            "reason": self.decision.reason,
+        }
+
+
+@dataclass(frozen=True)
+class LookupOutcome:
+    """A hit (the plan to replay) or a miss (with the nearest candidates and why each was refused)."""
+
+    hit: dict[str, Any] | None
+    candidates: list[Candidate]
+
+    @property
+    def event(self) -> str:
+        return "plan:hit" if self.hit is not None else "plan:miss"
+
+    def as_output(self) -> dict[str, Any]:
+        if self.hit is not None:
+            return {"hit": True, **self.hit}
+        return {"hit": False, "candidates": [c.as_output() for c in self.candidates]}
+
+    def event_fields(self) -> dict[str, Any]:
+        if self.hit is not None:
+            return {"plan_id": self.hit["plan_id"], "similarity": self.hit["similarity"], "count": 1}
+        best = self.candidates[0] if self.candidates else None
+        return {
+            "plan_id": best.plan_id if best else None,
+            "similarity": round(best.decision.similarity, 4) if best else None,
+            "count": 0,
+            "candidates": len(self.candidates),
+        }
+
+
+@dataclass(frozen=True)
+class StoreOutcome:
+    """What plan_store did."""
+
+    plan_id: str
+    created: bool
+    revived: bool
+    steps: int
+
+    def as_output(self) -> dict[str, Any]:
+        return {"plan_id": self.plan_id, "created": self.created, "overwritten": not self.created,
+                "revived": self.revived, "steps": self.steps, "score": 1.0}
+
+    def event_fields(self) -> dict[str, Any]:
+        return {"plan_id": self.plan_id, "similarity": None, "count": 1, "created": self.created,
+                "revived": self.revived, "steps": self.steps}
+
+
+@dataclass(frozen=True)
+class RewardOutcome:
+    """What plan_reward did; ``became_stale`` is true only for the reward that made the plan stale."""
+
+    plan_id: str
+    previous_score: float
+    score: float
+    stale: bool
+    became_stale: bool
+    stale_reason: str | None
+    similarity: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_output(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"plan_id": self.plan_id, "previous_score": round(self.previous_score, 6),
+                               "score": round(self.score, 6), "stale": self.stale}
+        if self.stale:
+            out["stale_reason"] = self.stale_reason
+        return out
+
+    def event_fields(self) -> dict[str, Any]:
+        return {"plan_id": self.plan_id, "similarity": self.similarity, "count": 1,
+                "score": round(self.score, 6), "stale": self.stale, "became_stale": self.became_stale}
+
+
+class PlanService:
+    """One identity's plan cache."""
+
+    def __init__(
+        self,
+        coll: Collection,
+        embedder: Embedder,
+        config: PlanConfig,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.coll = coll
+        self.embedder = embedder
+        self.config = config
+        self.clock = clock
+        self._stores_since_check = 0
+
+    def unindexed(self) -> int:
+        """Plans whose vectors are not in the HNSW index yet (searched by brute force)."""
+        return self.coll.unindexed_count()
+
+    def build_index(self) -> float:
+        """Index every unindexed vector (blocking: seconds per 10k plans); returns the seconds spent."""
+        return self.coll.index_if_needed(1) or 0.0
+
+    def _maybe_index(self) -> None:
+        self._stores_since_check += 1
+        if self._stores_since_check < INDEX_CHECK_EVERY:
+            return
+        self._stores_since_check = 0
+        self.coll.index_if_needed(INDEX_AFTER_UNINDEXED)
+
+    def _record(self, plan_id: str) -> dict[str, Any] | None:
+        records = self.coll.retrieve([plan_id])
+        return dict(records[0].payload or {}) if records else None
+
+    def store(self, inp: PlanStoreInput) -> StoreOutcome:
+        """Write (or overwrite) the plan of ``inp.prompt``: score 1.0, not stale."""
+        norm = normalise_prompt(inp.prompt)
+        plan_id = plan_id_for(inp.prompt)
+        sig = signature(inp.prompt)
+        vec = self.embedder.embed_documents([inp.prompt])[0]
+        actions = [a.model_dump() for a in inp.actions]
+        with self.coll.lock:
+            old = self._record(plan_id)
+            now = self.clock()
+            record = PlanRecord(
+                prompt=inp.prompt,
+                prompt_norm=norm,
+                actions=actions,
+                score=1.0,
+                stale=False,
+                stale_reason=None,
+                created_at=old["created_at"] if old else now,
+                updated_at=now,
+                # Counters are history, not state: an overwrite keeps them (and so never drops a reward count).
+                uses=int(old.get("uses", 0)) if old else 0,
+                rewards=int(old.get("rewards", 0)) if old else 0,
+                successes=int(old.get("successes", 0)) if old else 0,
+                failures=int(old.get("failures", 0)) if old else 0,
+                last_used_at=old.get("last_used_at") if old else None,
+                rewarded_at=old.get("rewarded_at") if old else None,
+            )
+            payload = self._payload(record, sig)
+            self.coll.upsert([(plan_id, vec, payload)])
+        self._maybe_index()
+        return StoreOutcome(plan_id, created=old is None, revived=bool(old and old.get("stale")), steps=len(actions))
+
+    @staticmethod
+    def _payload(record: PlanRecord, sig: PromptSignature) -> dict[str, Any]:
+        payload = record.model_dump(mode="json")
+        for key in ("created_at", "updated_at", "last_used_at", "rewarded_at"):
+            value = getattr(record, key)
+            payload[key] = iso(value) if value is not None else None
+        payload["status"] = STALE if record.stale else FRESH
+        payload[SIG_KEY] = signature_to_payload(sig)
+        payload[SIG_RULE_KEY] = rule_version()
+        return payload
+
+    def _nearest(self, vec: list[float], limit: int, only_fresh: bool) -> list[Any]:
+        import qdrant_edge as qe
+
+        flt: qdrant_edge.Filter | None = (
+            qe.Filter(must=[qe.FieldCondition("status", match=qe.MatchValue(FRESH))]) if only_fresh else None
+        )
+        return self.coll.query(
+            qe.QueryRequest(limit=limit, query=qe.Query.Nearest(vec, using=DENSE), filter=flt, with_payload=True)
+        )
+
+    def _judge(self, query_sig: PromptSignature, points: list[Any]) -> list[Candidate]:
+        out = []
+        for p in points:
+            payload = dict(p.payload or {})
+            prompt = str(payload.get("prompt", ""))
+            cand_sig = signature_from_payload(payload) or signature(prompt)
+            decision = decide(query_sig, cand_sig, float(p.score), self.config.similarity_threshold)
+            out.append(Candidate(str(p.id), prompt, decision, float(payload.get("score", 0.0)), float(p.score)))
+        return out
+
+    def lookup(self, inp: PlanLookupInput) -> LookupOutcome:
+        """The plan of the same request, if one is cached and not stale; else the nearest candidates."""
+        top_k = inp.top_k or self.config.top_k
+        vec = self.embedder.embed_query(inp.prompt)
+        candidates = self._judge(signature(inp.prompt), self._nearest(vec, top_k, only_fresh=True))
+        hits = sorted((c for c in candidates if c.decision.hit), key=lambda c: (-c.decision.similarity, -c.score))
+        for cand in hits:
+            hit = self._take(cand)
+            if hit is not None:
+                return LookupOutcome(hit, candidates)
+        return LookupOutcome(None, candidates)
+
+    def _take(self, cand: Candidate) -> dict[str, Any] | None:
+        """Count a use of the plan and return it, unless a concurrent reward made it stale meanwhile."""
+        with self.coll.lock:
+            payload = self._record(cand.plan_id)
+            if payload is None or payload.get("stale"):
+                return None
+            uses = int(payload.get("uses", 0)) + 1
+            self.coll.set_payload(cand.plan_id, {"uses": uses, "last_used_at": iso(self.clock())})
+        return {
+            "plan_id": cand.plan_id,
+            "actions": payload.get("actions", []),
+            "similarity": round(cand.decision.similarity, 4),
+            "cosine": round(cand.cosine, 4),
+            "score": round(float(payload.get("score", 0.0)), 6),
+            "prompt": payload.get("prompt", cand.prompt),
+            "uses": uses,
+        }
+
+    def resolve(self, inp: PlanRewardInput) -> tuple[str, float | None]:
+        """The plan a reward is for: by id; or by prompt (its own plan, else the same-request plan)."""
+        if inp.plan_id is not None:
+            if self._record(inp.plan_id) is None:
+                raise NotFound(f"no plan with id {inp.plan_id} for this identity")
+            return inp.plan_id, None
+        assert inp.prompt is not None
+        own = plan_id_for(inp.prompt)
+        if self._record(own) is not None:
+            return own, 1.0
+        # Stale plans count here: the agent rewards the plan it just replayed, stale or not.
+        vec = self.embedder.embed_query(inp.prompt)
+        candidates = self._judge(signature(inp.prompt), self._nearest(vec, self.config.top_k, only_fresh=False))
+        hits = [c for c in candidates if c.decision.hit]
+        if not hits:
+            raise NotFound(f"no cached plan answers the prompt {inp.prompt[:80]!r} for this identity")
+        best = max(hits, key=lambda c: c.decision.similarity)
+        return best.plan_id, best.decision.similarity
+
+    def reward(self, inp: PlanRewardInput) -> RewardOutcome:
+        """score = a * success + (1 - a) * score; a tool failure or a score below the floor makes it stale."""
+        plan_id, similarity = self.resolve(inp)
+        alpha = self.config.ema_alpha
+        with self.coll.lock:
+            payload = self._record(plan_id)
+            if payload is None:
+                raise NotFound(f"the plan {plan_id} was deleted")
+            previous = float(payload.get("score", 1.0))
+            score = alpha * (1.0 if inp.success else 0.0) + (1.0 - alpha) * previous
+            was_stale = bool(payload.get("stale"))
+            reason = payload.get("stale_reason")
+            if not was_stale:
+                if inp.tool_failure:
+                    reason = "a tool call of the plan failed"
+                elif score < self.config.stale_score:
+                    reason = f"score {score:.3f} fell below {self.config.stale_score}"
+            stale = was_stale or reason is not None
+            update: dict[str, Any] = {
+                "score": score,
+                "stale": stale,
+                "status": STALE if stale else FRESH,
+                "stale_reason": reason if stale else None,
+                "rewards": int(payload.get("rewards", 0)) + 1,
+                "successes": int(payload.get("successes", 0)) + (1 if inp.success else 0),
+                "failures": int(payload.get("failures", 0)) + (0 if inp.success else 1),
+                "rewarded_at": iso(self.clock()),
+            }
+            self.coll.set_payload(plan_id, update)
+        if stale and not was_stale:
+            logger.info("plan went stale", extra={"plan_id": plan_id, "reason": reason})
+        return RewardOutcome(plan_id, previous, score, stale, stale and not was_stale, reason, similarity)
+
+    def get(self, plan_id: str) -> dict[str, Any]:
+        """A plan's stored record (without the matcher's internals)."""
+        payload = self._record(plan_id)
+        if payload is None:
+            raise NotFound(f"no plan with id {plan_id} for this identity")
+        payload.pop(SIG_KEY, None)
+        payload.pop(SIG_RULE_KEY, None)
+        payload.pop("status", None)
+        return {"plan_id": plan_id, **payload}
+
+    def count(self, stale: bool | None = None) -> int:
+        """How many plans (all, or only the stale / fresh ones)."""
+        import qdrant_edge as qe
+
+        if stale is None:
+            return self.coll.count()
+        status = STALE if stale else FRESH
+        return self.coll.count(qe.Filter(must=[qe.FieldCondition("status", match=qe.MatchValue(status))]))

@@ -1,0 +1,702 @@
+"""Qdrant server backend: the identity stores on a Qdrant server or cluster shared by many processes.
+
+Selected by config ``storage: {backend: server, url: ...}``. The services keep building
+``qdrant_edge`` request objects; :class:`ServerCollection` reads their properties and sends
+the equivalent ``qdrant_client`` request, and answers with points shaped like Edge's
+(``.id``, ``.score``, ``.payload``, ``.vector``), so no service knows which backend it runs on.
+
+Layout on the server: one collection per identity and collection name,
+``{collection_prefix}__{identity}__{name}`` (e.g. ``agent_memory__alice__memories``), so every
+request of an identity reaches only its own collections. Each collection records the
+embedding model it was written with in its collection metadata; opening it with another
+model raises :class:`~.errors.ModelMismatchError`.
+
+Concurrency: the server serialises single requests, so there is no file lock. Each
+collection's ``lock`` is an in-process RLock shared by every session of the process (one
+:class:`ServerStore` per server, prefix and identity, see :func:`acquire_server_store`):
+read-modify-write sequences (dedup on store, plan use counters, cache blocks) are atomic
+within one process, not across processes sharing an identity on the server.
+
+Text indexes: on a server, the same stemmed English BM25 params as Edge. qdrant-client's
+local mode (``QdrantClient(location=":memory:")`` or ``path=``, used by the tests through
+:data:`client_factory`) implements BM25 only for the default word tokenizer, so there the
+text indexes use it (see :func:`text_index_params`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from ..config import StorageConfig
+from ..errors import AgentMemoryError, ConfigError, ModelMismatchError
+from ..identity import validate_identity
+from .edge import (
+    DENSE,
+    SCHEMA_VERSION,
+    Collection,
+    CollectionSpec,
+    IndexSpec,
+    iso,
+    open_with_other_model,
+    utc_now,
+)
+
+if TYPE_CHECKING:
+    import qdrant_edge
+    from qdrant_client import QdrantClient
+    from qdrant_client.http import models as qm
+
+logger = logging.getLogger(__name__)
+
+API_KEY_ENV = "QDRANT_API_KEY"
+SEPARATOR = "__"
+# Collection metadata key holding the model record (so foreign metadata keys do not clash).
+META_KEY = "agent_memory"
+
+
+class StoreUnavailableError(AgentMemoryError):
+    """The Qdrant server could not be reached or refused a request."""
+
+    kind = "store_unavailable"
+
+
+def build_client(config: StorageConfig) -> QdrantClient:
+    """A REST client for ``config.url``; the API key falls back to ``$QDRANT_API_KEY``."""
+    from qdrant_client import QdrantClient
+
+    api_key = config.api_key or os.environ.get(API_KEY_ENV) or None
+    return QdrantClient(url=config.url, api_key=api_key, timeout=max(1, math.ceil(config.timeout_s)))
+
+
+# How a server store gets its client. Tests replace it (monkeypatch) with a function that returns a
+# qdrant-client local-mode client, since no Qdrant server can run in the test environment.
+client_factory: Callable[[StorageConfig], QdrantClient] = build_client
+
+
+def is_local_mode(client: QdrantClient) -> bool:
+    """Whether ``client`` is qdrant-client's in-process engine rather than a connection to a server."""
+    options = client.init_options
+    return options.get("location") == ":memory:" or options.get("path") is not None
+
+
+def text_index_params(client: QdrantClient) -> qm.TextIndexParams:
+    """BM25 text index params: Edge's stemmed English ones on a server, default tokenization in local mode."""
+    from qdrant_client.http import models as qm
+
+    if is_local_mode(client):
+        # Local mode refuses text queries over any other tokenization (qdrant_client/local/bm25.py).
+        return qm.TextIndexParams(type=qm.TextIndexType.TEXT, tokenizer=qm.TokenizerType.WORD, scoring=True)
+    return qm.TextIndexParams(
+        type=qm.TextIndexType.TEXT,
+        tokenizer=qm.TokenizerType.WORD,
+        lowercase=True,
+        stopwords=qm.Language.ENGLISH,
+        stemmer=qm.SnowballParams(type=qm.Snowball.SNOWBALL, language=qm.SnowballLanguage.ENGLISH),
+        scoring=True,
+        # No vector search is filtered on text: see IndexSpec.hnsw.
+        enable_hnsw=False,
+    )
+
+
+def _index_schema(client: QdrantClient, spec: IndexSpec) -> Any:
+    from qdrant_client.http import models as qm
+
+    if spec.kind == "text":
+        return text_index_params(client)
+    params: dict[str, Any] = {
+        "keyword": qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD, enable_hnsw=spec.hnsw),
+        "datetime": qm.DatetimeIndexParams(type=qm.DatetimeIndexType.DATETIME, enable_hnsw=spec.hnsw),
+        "float": qm.FloatIndexParams(type=qm.FloatIndexType.FLOAT, enable_hnsw=spec.hnsw),
+        "integer": qm.IntegerIndexParams(type=qm.IntegerIndexType.INTEGER, enable_hnsw=spec.hnsw),
+        "bool": qm.BoolIndexParams(type=qm.BoolIndexType.BOOL, enable_hnsw=spec.hnsw),
+    }
+    return params[spec.kind]
+
+
+def collection_name(prefix: str, identity: str, name: str) -> str:
+    """The server collection of one identity's collection: ``{prefix}__{identity}__{name}``."""
+    if SEPARATOR in name:
+        raise ValueError(f"collection name {name!r} must not contain {SEPARATOR!r}")
+    return SEPARATOR.join((prefix, validate_identity(identity), name))
+
+
+@contextmanager
+def _server_errors(url: str) -> Iterator[None]:
+    """Turn transport and HTTP failures into errors that say what to check."""
+    from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+    try:
+        yield
+    except ResponseHandlingException as exc:
+        raise StoreUnavailableError(
+            f"the Qdrant server at {url} did not answer ({exc.source or exc}); check storage.url and that "
+            "the server is running"
+        ) from exc
+    except UnexpectedResponse as exc:
+        hint = " check storage.api_key (or $QDRANT_API_KEY)" if exc.status_code in (401, 403) else ""
+        detail = exc.content.decode("utf-8", "replace")[:300]
+        raise StoreUnavailableError(
+            f"the Qdrant server at {url} refused a request: HTTP {exc.status_code} {detail}.{hint}"
+        ) from exc
+
+
+# Translation of qdrant_edge request objects into qdrant_client models.
+
+
+def _edge_datetime(value: str | None) -> str | None:
+    """Edge renders datetimes as ``2026-01-01 00:00:00 UTC``; the server wants RFC 3339."""
+    if value is None:
+        return None
+    try:
+        ts = datetime.fromisoformat(value.removesuffix(" UTC").replace("Z", "+00:00"))
+    except ValueError:
+        return value
+    return iso(ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC))
+
+
+def _match(match: Any) -> Any:
+    import qdrant_edge as qe
+    from qdrant_client.http import models as qm
+
+    if isinstance(match, qe.MatchValue):
+        return qm.MatchValue(value=match.value)
+    if isinstance(match, qe.MatchAny):
+        return qm.MatchAny(any=list(match.value))
+    if isinstance(match, qe.MatchExcept):
+        return qm.MatchExcept(**{"except": list(match.value)})
+    if isinstance(match, qe.MatchText):
+        return qm.MatchText(text=match.text)
+    if isinstance(match, qe.MatchTextAny):
+        return qm.MatchTextAny(text_any=match.text_any)
+    if isinstance(match, qe.MatchPhrase):
+        return qm.MatchPhrase(phrase=match.phrase)
+    raise NotImplementedError(f"the server backend does not translate {type(match).__name__} conditions")
+
+
+def _range(rng: Any) -> Any:
+    import qdrant_edge as qe
+    from qdrant_client.http import models as qm
+
+    if isinstance(rng, qe.RangeDateTime):
+        return qm.DatetimeRange(
+            gt=_edge_datetime(rng.gt),
+            gte=_edge_datetime(rng.gte),
+            lt=_edge_datetime(rng.lt),
+            lte=_edge_datetime(rng.lte),
+        )
+    if isinstance(rng, qe.RangeFloat):
+        return qm.Range(gt=rng.gt, gte=rng.gte, lt=rng.lt, lte=rng.lte)
+    raise NotImplementedError(f"the server backend does not translate {type(rng).__name__} ranges")
+
+
+def _condition(cond: Any) -> Any:
+    import qdrant_edge as qe
+    from qdrant_client.http import models as qm
+
+    if isinstance(cond, qe.Filter):
+        return to_filter(cond)
+    if isinstance(cond, qe.FieldCondition):
+        if cond.match is not None:
+            return qm.FieldCondition(key=cond.key, match=_match(cond.match))
+        if cond.range is not None:
+            return qm.FieldCondition(key=cond.key, range=_range(cond.range))
+        if cond.values_count is not None:
+            vc = cond.values_count
+            return qm.FieldCondition(
+                key=cond.key, values_count=qm.ValuesCount(lt=vc.lt, gt=vc.gt, lte=vc.lte, gte=vc.gte)
+            )
+        if cond.is_empty:
+            return qm.IsEmptyCondition(is_empty=qm.PayloadField(key=cond.key))
+        if cond.is_null:
+            return qm.IsNullCondition(is_null=qm.PayloadField(key=cond.key))
+        raise NotImplementedError(f"the server backend does not translate this condition on {cond.key!r}")
+    if isinstance(cond, qe.IsEmptyCondition):
+        return qm.IsEmptyCondition(is_empty=qm.PayloadField(key=cond.key))
+    if isinstance(cond, qe.IsNullCondition):
+        return qm.IsNullCondition(is_null=qm.PayloadField(key=cond.key))
+    if isinstance(cond, qe.HasIdCondition):
+        return qm.HasIdCondition(has_id=sorted(cond.point_ids, key=str))
+    if isinstance(cond, qe.HasVectorCondition):
+        return qm.HasVectorCondition(has_vector=cond.vector)
+    if isinstance(cond, qe.NestedCondition):
+        return qm.NestedCondition(nested=qm.Nested(key=cond.key, filter=to_filter(cond.filter)))
+    raise NotImplementedError(f"the server backend does not translate {type(cond).__name__} conditions")
+
+
+def to_filter(flt: qdrant_edge.Filter | None) -> qm.Filter | None:
+    """The qdrant_client filter equal to an Edge filter."""
+    from qdrant_client.http import models as qm
+
+    if flt is None:
+        return None
+
+    def conditions(items: Sequence[Any] | None) -> list[Any] | None:
+        return [_condition(c) for c in items] if items is not None else None
+
+    min_should = None
+    if flt.min_should is not None:
+        min_should = qm.MinShould(
+            conditions=[_condition(c) for c in flt.min_should.conditions], min_count=flt.min_should.min_count
+        )
+    return qm.Filter(
+        must=conditions(flt.must),
+        should=conditions(flt.should),
+        must_not=conditions(flt.must_not),
+        min_should=min_should,
+    )
+
+
+def _vector_input(vec: Any) -> Any:
+    import qdrant_edge as qe
+    from qdrant_client.http import models as qm
+
+    if isinstance(vec, qe.SparseVector):
+        return qm.SparseVector(indices=list(vec.indices), values=list(vec.values))
+    return list(vec)
+
+
+_NEAREST_REPR = re.compile(
+    r'^Query\.Nearest\(query=\[(?P<vector>[^\[\]]*)\], using=(?:"(?P<using>[A-Za-z0-9_.-]*)"|None)\)$'
+)
+
+
+def _nearest_parts(query: Any) -> tuple[Any, str | None]:
+    """The vector and vector name of an Edge ``Query.Nearest``.
+
+    A ``Query.Nearest`` built by the caller has ``.query`` and ``.using``, but read back from a
+    ``QueryRequest`` or ``Prefetch`` (how the services hand it over) qdrant-edge 0.9.0 returns the
+    base ``Query`` class, which has no accessors. Its repr is complete and exact (each f32 printed
+    as its shortest round-trip decimal), so a dense vector is read from there.
+    """
+    if type(query).__name__ == "Nearest":
+        return _vector_input(query.query), query.using
+    text = repr(query)
+    match = _NEAREST_REPR.match(text)
+    if match is None:
+        raise NotImplementedError(f"the server backend translates only dense Query.Nearest queries, got {text[:80]}")
+    raw = match.group("vector").strip()
+    vector = [float(v) for v in raw.split(",")] if raw else []
+    return vector, match.group("using")
+
+
+def _bm25_value(value: float) -> float:
+    # Edge stores k and b as f32 (0.3 reads back as 0.30000001192092896): send the intended value.
+    return round(float(value), 6)
+
+
+def to_query(query: Any) -> tuple[Any, str | None]:
+    """An Edge scoring query as ``(qdrant_client query, using)``."""
+    import qdrant_edge as qe
+    from qdrant_client.http import models as qm
+
+    if query is None:
+        return None, None
+    if isinstance(query, qe.Query):
+        vector, using = _nearest_parts(query)
+        return qm.NearestQuery(nearest=vector), using
+    if isinstance(query, qe.TextQuery):
+        bm25 = qm.Bm25Params(k=_bm25_value(query.scoring.k), b=_bm25_value(query.scoring.b))
+        text = qm.TextQueryInput(query=query.query, scoring=qm.Bm25Scoring(bm25=bm25))
+        # A text query names its payload field with `using`.
+        return qm.TextQuery(text=text), query.field
+    if isinstance(query, qe.Fusion.Rrf):
+        weights = list(query.weights) if query.weights is not None else None
+        return qm.RrfQuery(rrf=qm.Rrf(k=query.k, weights=weights)), None
+    if isinstance(query, qe.Fusion.Dbsf):
+        return qm.FusionQuery(fusion=qm.Fusion.DBSF), None
+    raise NotImplementedError(f"the server backend does not translate {type(query).__name__} queries")
+
+
+def _search_params(params: Any) -> qm.SearchParams | None:
+    from qdrant_client.http import models as qm
+
+    if params is None:
+        return None
+    if params.quantization is not None or params.acorn is not None or params.idf is not None:
+        raise NotImplementedError("the server backend translates only hnsw_ef, exact and indexed_only search params")
+    return qm.SearchParams(hnsw_ef=params.hnsw_ef, exact=params.exact, indexed_only=params.indexed_only)
+
+
+def to_prefetch(prefetch: qdrant_edge.Prefetch) -> qm.Prefetch:
+    """The qdrant_client prefetch stage equal to an Edge one (nested stages included)."""
+    from qdrant_client.http import models as qm
+
+    query, using = to_query(prefetch.query)
+    return qm.Prefetch(
+        prefetch=[to_prefetch(p) for p in prefetch.prefetches] or None,
+        query=query,
+        using=using,
+        filter=to_filter(prefetch.filter),
+        params=_search_params(prefetch.params),
+        score_threshold=prefetch.score_threshold,
+        limit=prefetch.limit,
+    )
+
+
+def _with_payload(value: Any) -> Any:
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, list | tuple):
+        return list(value)
+    raise NotImplementedError(f"the server backend does not translate with_payload={value!r}")
+
+
+def _with_vector(value: Any) -> Any:
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, list | tuple):
+        return list(value)
+    raise NotImplementedError(f"the server backend does not translate with_vector={value!r}")
+
+
+def _order_by(order: Any) -> qm.OrderBy | None:
+    import qdrant_edge as qe
+    from qdrant_client.http import models as qm
+
+    if order is None:
+        return None
+    direction = None
+    if order.direction is not None:
+        direction = qm.Direction.DESC if order.direction == qe.Direction.Desc else qm.Direction.ASC
+    return qm.OrderBy(key=order.key, direction=direction, start_from=order.start_from)
+
+
+@dataclass(frozen=True)
+class ServerPoint:
+    """A point as the services read it from Edge: id, score, payload, vectors by name."""
+
+    id: Any
+    payload: dict[str, Any] | None
+    score: float = 0.0
+    vector: Any = None
+    order_value: Any = None
+
+
+def _point(p: Any) -> ServerPoint:
+    return ServerPoint(
+        id=p.id,
+        payload=p.payload,
+        score=float(getattr(p, "score", 0.0) or 0.0),
+        vector=p.vector,
+        order_value=getattr(p, "order_value", None),
+    )
+
+
+class ServerCollection(Collection):
+    """One identity's collection on the server, with exactly :class:`~.storage.Collection`'s methods.
+
+    It has no ``shard``: every operation goes through the methods below. ``lock`` serialises
+    read-modify-write sequences within this process only.
+    """
+
+    def __init__(self, name: str, server_name: str, client: QdrantClient, url: str, vector_count: int = 1) -> None:
+        # No super().__init__(): there is no Edge shard behind a server collection.
+        self.name = name
+        # Dense vectors per point: like Edge, the server counts indexed vectors, not points.
+        self.vector_count = vector_count
+        self.server_name = server_name
+        self.client = client
+        self.url = url
+        self.lock = threading.RLock()
+
+    def upsert(self, points: Sequence[tuple[str, Sequence[float] | dict[str, list[float]], dict[str, Any]]]) -> None:
+        """Insert or replace points; a plain vector is the ``dense`` one, a dict names each vector."""
+        from qdrant_client.http import models as qm
+
+        if not points:
+            return
+        batch = [
+            qm.PointStruct(id=pid, vector=dict(vec) if isinstance(vec, dict) else {DENSE: list(vec)}, payload=payload)
+            for pid, vec, payload in points
+        ]
+        with self.lock, _server_errors(self.url):
+            self.client.upsert(self.server_name, points=batch, wait=True)
+
+    def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
+        with self.lock, _server_errors(self.url):
+            self.client.set_payload(self.server_name, payload=payload, points=[point_id], wait=True)
+
+    def delete_payload(self, point_id: str, keys: Sequence[str]) -> None:
+        """Remove payload keys of one point."""
+        with self.lock, _server_errors(self.url):
+            self.client.delete_payload(self.server_name, keys=list(keys), points=[point_id], wait=True)
+
+    def update_vector(self, point_id: str, name: str, vector: Sequence[float]) -> None:
+        """Replace one named vector of one point."""
+        from qdrant_client.http import models as qm
+
+        with self.lock, _server_errors(self.url):
+            self.client.update_vectors(
+                self.server_name, points=[qm.PointVectors(id=point_id, vector={name: list(vector)})], wait=True
+            )
+
+    def delete(self, point_ids: Sequence[str]) -> None:
+        from qdrant_client.http import models as qm
+
+        if not point_ids:
+            return
+        with self.lock, _server_errors(self.url):
+            self.client.delete(self.server_name, points_selector=qm.PointIdsList(points=list(point_ids)), wait=True)
+
+    def delete_by_filter(self, flt: qdrant_edge.Filter) -> None:
+        from qdrant_client.http import models as qm
+
+        selector = qm.FilterSelector(filter=to_filter(flt) or qm.Filter())
+        with self.lock, _server_errors(self.url):
+            self.client.delete(self.server_name, points_selector=selector, wait=True)
+
+    def retrieve(self, point_ids: Sequence[str], with_vector: bool = False) -> list[Any]:
+        if not point_ids:
+            return []
+        with _server_errors(self.url):
+            records = self.client.retrieve(
+                self.server_name, ids=list(point_ids), with_payload=True, with_vectors=with_vector
+            )
+        # The server answers in any order; Edge in the order asked.
+        rank = {str(pid): i for i, pid in enumerate(point_ids)}
+        return [_point(r) for r in sorted(records, key=lambda r: rank.get(str(r.id), len(rank)))]
+
+    def query(self, request: qdrant_edge.QueryRequest) -> list[Any]:
+        query, using = to_query(request.query)
+        with _server_errors(self.url):
+            response = self.client.query_points(
+                self.server_name,
+                query=query,
+                using=using,
+                prefetch=[to_prefetch(p) for p in request.prefetches] or None,
+                query_filter=to_filter(request.filter),
+                search_params=_search_params(request.params),
+                limit=request.limit,
+                offset=request.offset or None,
+                with_payload=_with_payload(request.with_payload),
+                with_vectors=_with_vector(request.with_vector),
+                score_threshold=request.score_threshold,
+            )
+        return [_point(p) for p in response.points]
+
+    def scroll(self, request: qdrant_edge.ScrollRequest) -> tuple[list[Any], Any]:
+        with _server_errors(self.url):
+            records, next_offset = self.client.scroll(
+                self.server_name,
+                scroll_filter=to_filter(request.filter),
+                limit=request.limit if request.limit is not None else 10,
+                offset=request.offset,
+                with_payload=_with_payload(request.with_payload),
+                with_vectors=_with_vector(request.with_vector),
+                order_by=_order_by(request.order_by),
+            )
+        return [_point(r) for r in records], next_offset
+
+    def count(self, flt: qdrant_edge.Filter | None = None) -> int:
+        with _server_errors(self.url):
+            return int(self.client.count(self.server_name, count_filter=to_filter(flt), exact=True).count)
+
+    def unindexed_count(self) -> int:
+        """Points whose vectors the server has not indexed yet (it indexes in the background)."""
+        with _server_errors(self.url):
+            info = self.client.get_collection(self.server_name)
+        indexed = int(info.indexed_vectors_count or 0) // max(1, self.vector_count)
+        return max(0, int(info.points_count or 0) - indexed)
+
+    def optimize(self) -> None:
+        """Nothing to do: the server's optimizer builds indexes in the background, by its own thresholds."""
+
+    def close(self) -> None:
+        """Nothing to flush: the server persists every acknowledged write."""
+
+
+@dataclass
+class ServerStore:
+    """An identity's collections on a Qdrant server: the interface the services use from IdentityStore."""
+
+    identity: str
+    url: str
+    prefix: str
+    model_id: str
+    dim: int
+    client: QdrantClient
+    adopt_recorded_model: bool = False
+    _collections: dict[str, ServerCollection] = field(default_factory=dict)
+    _guard: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def path(self) -> str:
+        """Where the store lives, for logs and ``inspect`` (the server collections' name pattern)."""
+        return f"{self.url.rstrip('/')}/collections/{self.prefix}{SEPARATOR}{self.identity}{SEPARATOR}*"
+
+    def _meta(self) -> dict[str, Any]:
+        return {
+            META_KEY: {
+                "model_id": self.model_id,
+                "dim": self.dim,
+                "schema": SCHEMA_VERSION,
+                "identity": self.identity,
+                "created_at": iso(utc_now()),
+            }
+        }
+
+    def open(self) -> None:
+        """Check the model of every collection this identity already has on the server."""
+        own = f"{self.prefix}{SEPARATOR}{self.identity}{SEPARATOR}"
+        with _server_errors(self.url):
+            names = [c.name for c in self.client.get_collections().collections if c.name.startswith(own)]
+            for name in names:
+                # Identities may contain '__': only a collection name (the last part) never does.
+                if SEPARATOR not in name[len(own) :]:
+                    self._check_model(name, self.client.get_collection(name).config.metadata)
+
+    def _check_model(self, server_name: str, metadata: dict[str, Any] | None) -> None:
+        record = (metadata or {}).get(META_KEY)
+        if not isinstance(record, dict) or "model_id" not in record:
+            raise ConfigError(
+                f"the server collection {server_name!r} at {self.url} was not created by agent-memory (it has "
+                "no model record); choose another storage.collection_prefix"
+            )
+        if self.adopt_recorded_model:
+            self.model_id, self.dim = str(record["model_id"]), int(record.get("dim", -1))
+            return
+        if record.get("model_id") != self.model_id or int(record.get("dim", -1)) != self.dim:
+            raise ModelMismatchError(
+                f"the server collection {server_name!r} of identity {self.identity!r} at {self.url} was written "
+                f"with embedding model {record.get('model_id')!r} (dim {record.get('dim')}), but this session uses "
+                f"{self.model_id!r} (dim {self.dim}). Configure the store's model again, or reindex: "
+                f"`agent-memory export --identity {self.identity} > memories.jsonl`, delete the collections "
+                f"{self.prefix}{SEPARATOR}{self.identity}{SEPARATOR}* on the server, then "
+                "`agent-memory import memories.jsonl` with the new model"
+            )
+
+    def collection(self, spec: CollectionSpec) -> ServerCollection:
+        """The collection, created (with its vectors, indexes and model record) on first use."""
+        with self._guard:
+            coll = self._collections.get(spec.name)
+            if coll is None:
+                server_name = collection_name(self.prefix, self.identity, spec.name)
+                with _server_errors(self.url):
+                    self._ensure(server_name, spec)
+                coll = ServerCollection(spec.name, server_name, self.client, self.url, len(spec.vectors))
+                self._collections[spec.name] = coll
+            return coll
+
+    def _ensure(self, server_name: str, spec: CollectionSpec) -> None:
+        from qdrant_client.http import models as qm
+
+        if not self.client.collection_exists(server_name):
+            vectors = {name: qm.VectorParams(size=self.dim, distance=qm.Distance.COSINE) for name in spec.vectors}
+            try:
+                self.client.create_collection(server_name, vectors_config=vectors, metadata=self._meta())
+                logger.info("server collection created", extra={"collection": server_name, "identity": self.identity})
+            except Exception:
+                # Another process may have created it meanwhile; anything else is a real failure.
+                if not self.client.collection_exists(server_name):
+                    raise
+        info = self.client.get_collection(server_name)
+        self._check_model(server_name, info.config.metadata)
+        existing = set(info.payload_schema or {})
+        for index in spec.indexes:
+            if index.field not in existing:
+                # Idempotent on the server: a process that lost a creation race may repeat it.
+                self.client.create_payload_index(
+                    server_name, index.field, field_schema=_index_schema(self.client, index), wait=True
+                )
+
+    def disk_bytes(self) -> int:
+        """Unknown on a server (its storage is not ours to measure): 0."""
+        return 0
+
+    def close(self) -> None:
+        """Forget the collections; the client is released by :func:`release_server_store`."""
+        with self._guard:
+            self._collections.clear()
+
+
+@dataclass
+class _Client:
+    client: QdrantClient
+    refs: int = 0
+
+
+@dataclass
+class _Entry:
+    store: ServerStore
+    client_key: tuple[str, str | None, float]
+    refs: int = 0
+
+
+_stores: dict[tuple[str, str, str], _Entry] = {}
+_clients: dict[tuple[str, str | None, float], _Client] = {}
+_registry_lock = threading.Lock()
+
+
+def acquire_server_store(
+    config: StorageConfig, identity: str, model_id: str, dim: int, *, adopt_recorded_model: bool = False
+) -> ServerStore:
+    """The process's shared store of ``identity`` on the server of ``config`` (one client per server).
+
+    ``adopt_recorded_model``: open it whatever model wrote it (for export, which embeds nothing).
+    """
+    if config.url is None:
+        raise ConfigError("invalid tool-agent-memory config: field 'storage.url' is required when backend is 'server'")
+    identity = validate_identity(identity)
+    key = (config.url, config.collection_prefix, identity)
+    client_key = (config.url, config.api_key, config.timeout_s)
+    with _registry_lock:
+        entry = _stores.get(key)
+        if entry is None:
+            shared = _clients.get(client_key)
+            if shared is None:
+                shared = _Client(client_factory(config))
+            store = ServerStore(
+                identity, config.url, config.collection_prefix, model_id, dim, shared.client, adopt_recorded_model
+            )
+            try:
+                store.open()
+            except BaseException:
+                if shared.refs == 0:
+                    shared.client.close()
+                raise
+            _clients[client_key] = shared
+            shared.refs += 1
+            entry = _Entry(store, client_key)
+            _stores[key] = entry
+        elif not adopt_recorded_model and (entry.store.model_id != model_id or entry.store.dim != dim):
+            raise open_with_other_model(identity, entry.store.model_id, entry.store.dim, model_id, dim)
+        entry.refs += 1
+        return entry.store
+
+
+def release_server_store(store: ServerStore) -> None:
+    """Drop one reference; the last one forgets the store, and the last store of a server closes its client."""
+    with _registry_lock:
+        key = (store.url, store.prefix, store.identity)
+        entry = _stores.get(key)
+        if entry is None or entry.store is not store:
+            return
+        entry.refs -= 1
+        if entry.refs > 0:
+            return
+        del _stores[key]
+        store.close()
+        shared = _clients.get(entry.client_key)
+        if shared is not None:
+            shared.refs -= 1
+            if shared.refs <= 0:
+                del _clients[entry.client_key]
+                try:
+                    shared.client.close()
+                except Exception:
+                    logger.exception("closing the Qdrant client failed", extra={"url": store.url})
+
+
+def open_server_store_count() -> int:
+    """How many server stores this process has open (for tests and ``inspect``)."""
+    with _registry_lock:
+        return len(_stores)
