@@ -1,0 +1,138 @@
+"""The package's shape: parts by capability, no import cycles, amplifier-core only in the glue.
+
+Every import counts, also those inside functions and under ``TYPE_CHECKING``: a lazy import
+is still a dependency, and a cycle through one is still two parts that know each other.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import amplifier_module_tool_agent_memory as agent_memory
+
+PKG = agent_memory.__name__
+PKG_DIR = Path(agent_memory.__file__).parent
+SERVICES = ("memory", "cache", "plans", "store", "embeddings", "compare")
+HEAVY = ("qdrant_client", "qdrant_edge", "fastembed", "openai", "onnx", "onnxruntime", "numpy")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PKG_DIR).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join([PKG, *parts])
+
+
+def _imports(path: Path) -> set[str]:
+    """Absolute names of everything ``path`` imports (a ``from x import y`` counts y when it is a module)."""
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                target = node.module or ""
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = {_module_name(p): p for p in PKG_DIR.rglob("*.py")}
+    return {name: {dep for dep in _imports(path) if dep in modules and dep != name} for name, path in modules.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for dep in sorted(graph[node]):
+            if dep not in index:
+                visit(dep)
+                low[node] = min(low[node], low[dep])
+            elif dep in on_stack:
+                low[node] = min(low[node], index[dep])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def _non_package_edges(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The graph without the edges from a module to its own enclosing packages (``from . import x``)."""
+    return {name: {dep for dep in deps if not name.startswith(dep + ".")} for name, deps in graph.items()}
+
+
+def test_the_package_has_no_import_cycles() -> None:
+    assert _cycles(_non_package_edges(_graph())) == []
+
+
+def test_the_cycle_check_finds_a_cycle_when_there_is_one() -> None:
+    graph = _graph()
+    graph[f"{PKG}.runtime"].add(f"{PKG}.amplifier.tools.base")  # tools import the runtime: a cycle
+    assert _cycles(_non_package_edges(graph))
+
+
+def test_services_never_import_the_runtime_the_glue_or_the_cli() -> None:
+    forbidden = (f"{PKG}.runtime", f"{PKG}.amplifier", f"{PKG}.cli")
+    offenders = {
+        name: sorted(dep for dep in deps if dep.startswith(forbidden))
+        for name, deps in _graph().items()
+        if name.split(".")[1:2] and name.split(".")[1] in SERVICES
+    }
+    assert {name: deps for name, deps in offenders.items() if deps} == {}
+
+
+def test_only_the_amplifier_glue_and_the_demo_host_import_amplifier_core() -> None:
+    # The demo is itself an Amplifier host (it starts a real AmplifierSession), so it imports the core too.
+    allowed = (f"{PKG}.amplifier", f"{PKG}.cli.demo")
+    importers = sorted(
+        _module_name(path)
+        for path in PKG_DIR.rglob("*.py")
+        if any(dep.split(".")[0] == "amplifier_core" for dep in _imports(path))
+    )
+    assert importers
+    assert [name for name in importers if not name.startswith(allowed)] == []
+
+
+def test_importing_and_mounting_the_package_loads_no_heavy_library() -> None:
+    script = (
+        "import asyncio, sys\n"
+        "from amplifier_core.testing import MockCoordinator\n"
+        "import amplifier_module_tool_agent_memory as m\n"
+        "asyncio.run(m.mount(MockCoordinator(), {'agent_identity': 'arch-probe', 'storage_root': sys.argv[1]}))\n"
+        f"print(','.join(sorted(n for n in {HEAVY!r} if n in sys.modules)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(PKG_DIR / "__never_created__")],
+        capture_output=True, text=True, check=True, timeout=120,
+    )
+    assert out.stdout.strip() == ""
