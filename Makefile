@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test check bench-locomo bench-speed bench-cache bench-plans clean
+.PHONY: install demo test check bench-locomo bench-speed bench-cache bench-plans bench-updates clean
 
 $(STAMP): modules/tool-agent-memory/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,9 @@ bench-cache: $(STAMP)
 
 bench-plans: $(STAMP)
 	$(BIN)/python benchmarks/plans.py
+
+bench-updates: $(STAMP)
+	$(BIN)/python benchmarks/updates.py
 
 clean:
 	rm -rf $(VENV)
