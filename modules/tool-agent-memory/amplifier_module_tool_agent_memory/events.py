@@ -8,6 +8,7 @@ MEMORY_EVENTS: tuple[str, ...] = (
     "memory:read",
     "memory:listed",
     "memory:forgotten",
+    "memory:unlinked",
 )
 CACHE_EVENTS: tuple[str, ...] = (
     "cache:written",
