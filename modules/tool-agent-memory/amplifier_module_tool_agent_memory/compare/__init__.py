@@ -1,0 +1,27 @@
+"""The one comparison of two short texts (issue 9): same, changed (naming what differs) or different.
+
+Used by long-term memory dedup, working-memory cache dedup and plan lookup alike::
+
+    comparator = Comparator(embedder)
+    result = comparator.compare("The API rate limit is 100 requests per minute.",
+                                "The API rate limit is 200 requests per minute.")
+    result.verdict      # Verdict.CHANGED
+    result.differences  # (Difference("number", "100 requests per minute", "200 requests per minute"),)
+"""
+
+from .comparator import Comparator, CompareSettings
+from .types import DIFFERENCE_KINDS, Comparison, Difference, Verdict
+from .words import ModelWordVectors, StaticWordVectors, WordSimilarity, default_word_similarity
+
+__all__ = [
+    "DIFFERENCE_KINDS",
+    "CompareSettings",
+    "Comparator",
+    "Comparison",
+    "Difference",
+    "ModelWordVectors",
+    "StaticWordVectors",
+    "Verdict",
+    "WordSimilarity",
+    "default_word_similarity",
+]

@@ -1,0 +1,397 @@
+"""The one comparison of two short texts: same (a restatement), changed (and what), or different.
+
+How it decides, in order:
+
+1. **Values** (see :mod:`.extract`): numbers with their units and rates, durations, dates,
+   times, versions, URLs (a changed scheme is named as such), paths, identifiers, colours
+   and quoted strings must agree. A value on one side only is a difference too (an added
+   "and set weight decay to 0.05"), except a quoted phrase whose words the other text has.
+2. **Polarity**: an odd number of negators on one side ("not", "never", "n't"...), or a word
+   that is another word of the other text with a negating prefix (enable / disable).
+3. **Roles**: a value or word that one text puts on the old side of a change (``from X``,
+   ``X -> ``, ``instead of X``) and the other on the new side (swapped order).
+4. **Words**: every content word of each text must be accounted for by the other text:
+   the same Snowball stem, an abbreviation or acronym, a compound, a one-letter slip, or a
+   word-embedding similarity of at least ``settings.synonym`` (a synonym). A word accounted
+   for by none is a *content* difference (a *name* when capitalised, an *identifier* for
+   code names); words on both sides are substitutions, on one side only a *qualifier*.
+
+Any difference of kinds 1-3 is a decided CHANGED. Word differences are decided when the
+two texts are aligned (most words shared: the difference is localised); when they are not
+(a loose rewording that shares few words), the comparison cannot tell a paraphrase from a
+change and answers ``decided=False``. Without differences the texts are SAME when the
+whole-text cosine reaches ``settings.same_cosine`` (or every word was matched exactly),
+and undecided otherwise. Texts whose cosine is under ``settings.different_cosine`` and
+that share few words are DIFFERENT.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from ..embeddings import Embedder
+from .extract import Item, Reading, Slot, read, stem
+from .lexicon import FUNCTION_WORDS
+from .types import Comparison, Difference, Verdict
+from .words import WordSimilarity, default_word_similarity
+
+__all__ = ["CompareSettings", "Comparator"]
+
+_NEGATING_PREFIXES = ("un", "dis", "in", "im", "il", "ir", "non", "de", "anti")
+"""English negating/reversing prefixes (morphology): "disable" is "enable" negated."""
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    """The comparison's parameters (the benchmark tunes them leave-one-domain-out)."""
+
+    synonym: float = 0.5
+    """Word-embedding cosine at which two different words count as the same word."""
+    aligned: float = 0.5
+    """Share of each text's words matched (the smaller share) from which word differences are decided."""
+    same_cosine: float = 0.75
+    """Whole-text cosine a difference-free pair with soft (synonym) matches needs to be decided SAME."""
+    different_cosine: float = 0.45
+    """Under this whole-text cosine, texts sharing under half their words are about different things."""
+
+
+@dataclass
+class _Side:
+    reading: Reading
+    matched: set[int] = field(default_factory=set)
+    """Indexes of items accounted for by the other text."""
+    soft: set[int] = field(default_factory=set)
+    """Of those, the ones matched only by word similarity."""
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    na = sum(x * x for x in a) ** 0.5
+    nb = sum(y * y for y in b) ** 0.5
+    return dot / (na * nb) if na and nb else 0.0
+
+
+@lru_cache(maxsize=65536)
+def _slip(a: str, b: str) -> bool:
+    """One inserted, dropped or swapped letter (a typo) between words of 4+ letters, same first letter."""
+    if a == b or a[:1] != b[:1] or min(len(a), len(b)) < 4 or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [k for k in range(len(a)) if a[k] != b[k]]
+        return len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
+    short, long_ = sorted((a, b), key=len)
+    return any(long_[:k] + long_[k + 1 :] == short for k in range(len(long_)))
+
+
+@lru_cache(maxsize=65536)
+def _abbreviation(short: str, long_: str) -> bool:
+    """``short`` abbreviates ``long_``: a prefix of 3+ letters, or its first letter plus later letters in order."""
+    if len(short) >= len(long_) or len(short) < 2 or short[0] != long_[0]:
+        return False
+    if len(short) >= 3 and long_.startswith(short):
+        return True
+    if len(short) > 4 or len(long_) < 5:
+        return False
+    pos = 1
+    for ch in short[1:]:
+        pos = long_.find(ch, pos) + 1
+        if pos == 0:
+            return False
+    return True
+
+
+def _surface(item: Item) -> str:
+    return item.text.lower()
+
+
+class Comparator:
+    """Compare two short texts: :meth:`compare` answers same, changed (naming each difference) or different."""
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        words: WordSimilarity | None = None,
+        settings: CompareSettings | None = None,
+    ) -> None:
+        self.embedder = embedder
+        self.words = words if words is not None else default_word_similarity(embedder)
+        self.settings = settings or CompareSettings()
+
+    # ------------------------------------------------------------------ public
+
+    def compare(
+        self, a: str, b: str, *, vectors: tuple[Sequence[float], Sequence[float]] | None = None
+    ) -> Comparison:
+        """Compare ``a`` (the earlier / stored text) with ``b`` (the newer / asked one).
+
+        ``vectors`` are the two texts' sentence vectors when the caller has them (no re-embedding).
+        """
+        if vectors is None:
+            va, vb = self.embedder.embed_documents([a, b])
+        else:
+            va, vb = vectors
+        cosine = _cosine(va, vb)
+        return self.judge(a, b, cosine)
+
+    def judge(self, a: str, b: str, cosine: float) -> Comparison:
+        """The comparison given the whole-text cosine already known."""
+        if " ".join(a.lower().split()) == " ".join(b.lower().split()):
+            return Comparison(Verdict.SAME, (), cosine, True, "same text")
+        ra, rb = read(a), read(b)
+        diffs: list[Difference] = []
+        diffs += self._slot_differences(ra, rb)
+        side_a, side_b = _Side(ra), _Side(rb)
+        self._match_words(side_a, rb)
+        self._match_words(side_b, ra)
+        polarity = self._polarity(ra, rb, side_a, side_b)
+        diffs += polarity
+        diffs += self._role_differences(ra, rb)
+        word_diffs = self._word_differences(side_a, side_b)
+        share = self._share(side_a, side_b)
+        s = self.settings
+        aligned = share >= s.aligned
+        if not aligned and cosine < s.different_cosine:
+            return Comparison(Verdict.DIFFERENT, tuple(diffs + word_diffs), cosine, True,
+                              f"cosine {cosine:.2f} and {share:.0%} of words shared: about something else")
+        if diffs:
+            return Comparison(Verdict.CHANGED, tuple(diffs + word_diffs), cosine, True,
+                              "; ".join(d.describe() for d in diffs[:3]))
+        if word_diffs:
+            detail = "; ".join(d.describe() for d in word_diffs[:3])
+            if aligned:
+                return Comparison(Verdict.CHANGED, tuple(word_diffs), cosine, True, detail)
+            return Comparison(Verdict.CHANGED, tuple(word_diffs), cosine, False,
+                              f"loose rewording ({share:.0%} of words shared), unsure: {detail}")
+        soft = bool(side_a.soft or side_b.soft)
+        if not soft or cosine >= s.same_cosine:
+            how = "synonyms" if soft else "same words"
+            return Comparison(Verdict.SAME, (), cosine, True, f"same values, {how} (cosine {cosine:.2f})")
+        return Comparison(Verdict.SAME, (), cosine, False,
+                          f"same values in other words, but cosine {cosine:.2f} < {s.same_cosine:.2f}: unsure")
+
+    # ------------------------------------------------------------------ values
+
+    def _slot_differences(self, ra: Reading, rb: Reading) -> list[Difference]:
+        out: list[Difference] = []
+        left_a = list(ra.slots)
+        left_b = list(rb.slots)
+        # Exact values first (numbers also need compatible units).
+        for sa in list(left_a):
+            for sb in left_b:
+                if sa.kind == sb.kind and sa.key == sb.key:
+                    unit_diff = self._unit_difference(sa, sb)
+                    if unit_diff is not None:
+                        out.append(unit_diff)
+                    left_a.remove(sa)
+                    left_b.remove(sb)
+                    break
+        # A quoted phrase the other text says without quotes (or a value written as words) is no difference.
+        left_a = [s for s in left_a if not self._said_in(s, rb)]
+        left_b = [s for s in left_b if not self._said_in(s, ra)]
+        for sa in list(left_a):
+            sb = next((x for x in left_b if _comparable(sa, x)), None)
+            if sb is None:
+                continue
+            left_a.remove(sa)
+            left_b.remove(sb)
+            out.append(_value_difference(sa, sb))
+        for sa in left_a:
+            if sa.kind != "quoted":
+                out.append(Difference(_kind(sa), _show(sa), None))
+        for sb in left_b:
+            if sb.kind != "quoted":
+                out.append(Difference(_kind(sb), None, _show(sb)))
+        return out
+
+    def _unit_difference(self, sa: Slot, sb: Slot) -> Difference | None:
+        if sa.rate and sb.rate and sa.rate != sb.rate:
+            return Difference("number", _show(sa), _show(sb))
+        if sa.unit and sb.unit and not self._same_word(sa.unit, sb.unit):
+            return Difference("number", _show(sa), _show(sb))
+        return None
+
+    @staticmethod
+    def _said_in(slot: Slot, other: Reading) -> bool:
+        if slot.kind not in ("quoted", "path", "identifier"):
+            return False
+        text = " ".join(re.findall(r"[a-z0-9]+", other.text.lower()))
+        value = " ".join(re.findall(r"[a-z0-9]+", slot.text.lower()))
+        return bool(value) and f" {value} " in f" {text} "
+
+    # ------------------------------------------------------------------ words
+
+    def _same_word(self, a: str, b: str) -> bool:
+        if a == b or stem(a) == stem(b) or _slip(a, b):
+            return True
+        short, long_ = sorted((a, b), key=len)
+        if _abbreviation(short, long_):
+            return True
+        return self.words.similarity(a, b) >= self.settings.synonym
+
+    def _match_words(self, side: _Side, other: Reading) -> None:
+        """Mark which of ``side``'s items ``other`` accounts for (lexically, then by similarity)."""
+        other_stems = {it.stem for it in other.items}
+        other_stems |= {p for it in other.items for p in it.parts}
+        other_stems |= {stem(t) for t in other.tokens if not t.startswith("<")}
+        other_surfaces = [_surface(it) for it in other.items]
+        tokens = [t for t in other.tokens if not t.startswith("<")]
+        content_tokens = [t for t in tokens if t not in FUNCTION_WORDS]
+        pending: list[int] = []
+        for k, item in enumerate(side.reading.items):
+            if self._lexical(item, other_stems, other_surfaces, tokens, content_tokens):
+                side.matched.add(k)
+            else:
+                pending.append(k)
+        if not pending:
+            return
+        candidates = [_surface(it) for it in other.items if it.kind == "word"]
+        candidates += [p for it in other.items for p in _raw_parts(it)]
+        for k in pending:
+            item = side.reading.items[k]
+            words = _raw_parts(item) if item.kind == "identifier" else [_surface(item)]
+            if words and all(
+                any(w == c or self.words.similarity(w, c) >= self.settings.synonym for c in candidates)
+                for w in words
+            ):
+                side.matched.add(k)
+                side.soft.add(k)
+
+    @staticmethod
+    def _lexical(
+        item: Item, other_stems: set[str], other_surfaces: list[str], tokens: list[str], content_tokens: list[str]
+    ) -> bool:
+        if item.stem in other_stems:
+            return True
+        if item.kind == "identifier" and item.parts and all(
+            p in other_stems or any(_abbreviation(p, o) or _abbreviation(o, p) for o in other_stems)
+            for p in item.parts
+        ):
+            return True
+        surface = _surface(item).replace("_", "")
+        for o in other_surfaces:
+            if _slip(surface, o):
+                return True
+        for o in other_stems:
+            if _abbreviation(item.stem, o) or _abbreviation(surface, o) or _abbreviation(o, item.stem):
+                return True
+        # Compounds: "dataloader" = "data" + "loader"; acronyms: "lr" = "learning rate".
+        for seq in (tokens, content_tokens):
+            for i in range(len(seq) - 1):
+                if seq[i] + seq[i + 1] == surface or (
+                    i + 2 < len(seq) and seq[i] + seq[i + 1] + seq[i + 2] == surface
+                ):
+                    return True
+            n = len(surface)
+            if 2 <= n <= 5 and surface.isalpha():
+                for i in range(len(seq) - n + 1):
+                    if "".join(t[0] for t in seq[i : i + n]) == surface:
+                        return True
+        return False
+
+    # ------------------------------------------------------------------ polarity and roles
+
+    def _polarity(self, ra: Reading, rb: Reading, side_a: _Side, side_b: _Side) -> list[Difference]:
+        out: list[Difference] = []
+        if ra.negations % 2 != rb.negations % 2:
+            out.append(Difference("polarity", "negated" if ra.negations % 2 else "affirmed",
+                                  "negated" if rb.negations % 2 else "affirmed"))
+        for k, item in enumerate(ra.items):
+            if k in side_a.matched and k not in side_a.soft:
+                continue
+            for j, other in enumerate(rb.items):
+                if j in side_b.matched and j not in side_b.soft:
+                    continue
+                x, y = _surface(item), _surface(other)
+                if _negates(x, y) or _negates(y, x):
+                    out.append(Difference("polarity", item.text, other.text))
+                    side_a.matched.discard(k)
+                    side_b.matched.discard(j)
+                    side_a.matched.add(k)
+                    side_b.matched.add(j)
+        return out
+
+    @staticmethod
+    def _role_differences(ra: Reading, rb: Reading) -> list[Difference]:
+        out: list[Difference] = []
+        for key, role in ra.roles.items():
+            other = rb.roles.get(key)
+            if other is not None and other != role:
+                shown = key[1:-1].split(":", 1)[1] if key.startswith("<") else key
+                out.append(Difference("order", f"{shown} as {role}", f"{shown} as {other}"))
+        return out
+
+    def _word_differences(self, side_a: _Side, side_b: _Side) -> list[Difference]:
+        only_a = [it for k, it in enumerate(side_a.reading.items) if k not in side_a.matched]
+        only_b = [it for k, it in enumerate(side_b.reading.items) if k not in side_b.matched]
+        out: list[Difference] = []
+        for x, y in zip(only_a, only_b, strict=False):
+            out.append(Difference(_word_kind(x, y), x.text, y.text))
+        for x in only_a[len(only_b) :]:
+            out.append(Difference("qualifier", x.text, None))
+        for y in only_b[len(only_a) :]:
+            out.append(Difference("qualifier", None, y.text))
+        return out
+
+    @staticmethod
+    def _share(side_a: _Side, side_b: _Side) -> float:
+        na, nb = len(side_a.reading.items), len(side_b.reading.items)
+        if na == 0 and nb == 0:
+            return 1.0
+        sa = len(side_a.matched) / na if na else 0.0
+        sb = len(side_b.matched) / nb if nb else 0.0
+        return min(sa, sb)
+
+
+def _raw_parts(item: Item) -> list[str]:
+    if item.kind != "identifier":
+        return [_surface(item)]
+    return [p.lower() for p in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+", item.text) if len(p) > 1]
+
+
+def _negates(x: str, y: str) -> bool:
+    """``y`` is ``x`` with a negating prefix (enable / disable, lock / unlock)."""
+    return any(y == p + x or (y.startswith(p) and stem(y[len(p) :]) == stem(x)) for p in _NEGATING_PREFIXES) and (
+        len(x) >= 3
+    )
+
+
+def _word_kind(x: Item, y: Item) -> str:
+    if x.kind == "identifier" or y.kind == "identifier":
+        return "identifier"
+    if x.name or y.name:
+        return "name"
+    return "content"
+
+
+def _kind(slot: Slot) -> str:
+    return slot.kind
+
+
+def _show(slot: Slot) -> str:
+    text = slot.text
+    if slot.unit and slot.unit not in text.lower():
+        text = f"{text} {slot.unit}"
+    if slot.rate and "/" not in text and "per" not in text.lower():
+        text = f"{text}{slot.rate}"
+    return text
+
+
+def _comparable(sa: Slot, sb: Slot) -> bool:
+    if sa.kind == sb.kind:
+        return True
+    return {sa.kind, sb.kind} <= {"number", "version"} or {sa.kind, sb.kind} <= {"path", "url"}
+
+
+def _value_difference(sa: Slot, sb: Slot) -> Difference:
+    if sa.kind == "url" and sb.kind == "url":
+        sch_a, _, rest_a = sa.key.partition("://")
+        sch_b, _, rest_b = sb.key.partition("://")
+        if rest_a == rest_b and sch_a != sch_b:
+            return Difference("scheme", sch_a, sch_b)
+    if sa.kind == "number" and sb.kind == "number" and sorted(sa.key.split("/")) == sorted(sb.key.split("/")):
+        return Difference("order", sa.text, sb.text)
+    kind = sa.kind if sa.kind == sb.kind else "version" if "version" in (sa.kind, sb.kind) else sa.kind
+    return Difference(kind, _show(sa), _show(sb))

@@ -1,0 +1,447 @@
+"""Reading one short text into typed values (slots), content words, polarity and roles.
+
+A *slot* is a value whose exact form matters: a number with its unit, a duration, a date,
+a time, a version, a URL (and its scheme), a path, an identifier, a colour, a quoted
+string. Everything else is a *word*: lower-cased, stemmed (Snowball), marked when it is
+capitalised inside the sentence (a name). Function words are dropped from the words but
+kept in the token stream, where they mark polarity (negators) and roles (``from X to Y``,
+``X instead of Y``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from functools import lru_cache
+from typing import Any
+
+from .lexicon import (
+    COLOURS,
+    FUNCTION_WORDS,
+    MONTHS,
+    NEGATORS,
+    NUMBER_WORDS,
+    ORDINALS,
+    TARGET_BEFORE,
+    TIME_UNITS,
+    WEEKDAYS,
+)
+
+__all__ = ["Item", "Reading", "Slot", "read", "stem"]
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A value: ``key`` is its comparable form, ``text`` how the text wrote it."""
+
+    kind: str
+    key: str
+    text: str
+    pos: int
+    unit: str | None = None
+    """For numbers: the counted noun right after it (stemmed), e.g. ``request`` in "20 requests"."""
+    rate: str | None = None
+    """For numbers: the per-unit of a rate, e.g. ``60`` (seconds) in "20 per minute"."""
+
+
+@dataclass(frozen=True)
+class Item:
+    """A content word (or an identifier, matched by its parts)."""
+
+    kind: str  # "word" | "identifier"
+    text: str  # as written (identifiers keep their case)
+    stem: str
+    pos: int
+    name: bool = False
+    parts: tuple[str, ...] = ()
+    """Stems of an identifier's parts (``playerHealth`` -> player, health)."""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """Everything the comparison needs from one text."""
+
+    text: str
+    slots: tuple[Slot, ...]
+    items: tuple[Item, ...]
+    tokens: tuple[str, ...]
+    """The lower-cased token stream (slots appear as their key), for roles and acronyms."""
+    negations: int
+    roles: dict[str, str] = field(default_factory=dict)
+    """token -> "source" | "target" for items the text puts in a from/to role."""
+
+
+# -------------------------------------------------------------------------------- stemming
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    from py_rust_stemmers import SnowballStemmer  # type: ignore[import-not-found]
+
+    return SnowballStemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """Snowball (Porter 2) stem of a lower-case word."""
+    return str(_stemmer().stem_word(word))
+
+
+# -------------------------------------------------------------------------------- patterns
+
+_URL = r"(?P<url>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>)\]]+[^\s'\"<>)\].,;:!?])"
+_EMAIL = r"(?P<email>\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+)"
+_QUOTED = (
+    r"(?P<quoted>(?<![\w])'([^'\n]{1,80})'(?![\w])|\"([^\"\n]{1,80})\"|`([^`\n]{1,80})`"
+    r"|\u201c([^\u201d\n]{1,80})\u201d|\u2018([^\u2019\n]{1,80})\u2019)"
+)
+_HEX = r"(?P<hex>#[0-9a-fA-F]{6}\b|#[0-9a-fA-F]{3}\b)"
+_DATEFMT = r"(?P<datefmt>(?i:\b(?:dd|mm|yyyy|yy)(?:[/.-](?:dd|mm|yyyy|yy)){1,2}\b))"
+_DATE = (
+    r"(?P<date>\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b"
+    r"|(?i:\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?"
+    r"(?:,?\s+\d{4})?\b)"
+    r"|(?i:\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
+    r"(?:,?\s+\d{4})?\b))"
+)
+_TIME = r"(?P<time>\b\d{1,2}:\d{2}(?::\d{2})?(?:\s*(?i:am|pm|a\.m\.|p\.m\.))?(?!\w)|\b\d{1,2}\s*(?i:am|pm)\b)"
+_PATH = (
+    r"(?P<path>(?<![\w/])(?:~|\.{1,2})?/[A-Za-z_:.{<\[][\w.:@%+{}<>\[\]-]*(?:/[\w.:@%+{}<>\[\]-]+)*/?"
+    r"|\b[\w.-]+(?:/[\w.-]+)+\.[A-Za-z][A-Za-z0-9]{0,5}\b"
+    r"|\b[A-Za-z0-9_-]*[A-Za-z_-][A-Za-z0-9_-]*\.(?:[a-z]{1,4}|[A-Z]{1,4})\b(?!\.\w))"
+)
+_VERSION = r"(?P<version>\b[vV]\d+(?:\.\d+)*\b|\b\d+\.\d+\.\d+(?:[.-][\w]+)*\b)"
+_RATIO = r"(?P<ratio>\b\d+(?:\.\d+)?/\d+(?:\.\d+)?\b(?!/))"
+_NUMBER = (
+    r"(?P<number>(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?"
+    r"(?P<suffix>%|[A-Za-z]{1,3}\b)?(?:/(?P<per>[A-Za-z]{1,8})\b)?)"
+)
+_IDENT = (
+    r"(?P<ident>\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b"
+    r"|\b[a-z]{2,}[0-9]*(?:[A-Z][a-z0-9]*)+\b"
+    r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b"
+    r"|\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b)"
+)
+_AMP = r"(?P<amp>\b[A-Za-z]&[A-Za-z]\b)"
+_ARROW = r"(?P<arrow>->|=>|\u2192)"
+_WORD = r"(?P<word>[A-Za-z][A-Za-z0-9]*(?:'[a-z]+)?)"
+_SCANNER = re.compile(
+    "|".join((_URL, _EMAIL, _QUOTED, _HEX, _DATEFMT, _DATE, _TIME, _PATH, _VERSION, _RATIO, _NUMBER, _IDENT,
+              _AMP, _ARROW, _WORD))
+)
+_IDENT_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;\n(\"]\s*)$")
+
+
+def _number_key(raw: str) -> str | None:
+    """Canonical decimal string of a number (3e-4 and 0.0003 are one key; 3.10 keeps its digits)."""
+    text = raw.replace(",", "")
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        return None
+    if "e" in text.lower():
+        return format(value.normalize(), "f")
+    return text.lstrip("+")
+
+
+def _minutes(text: str) -> str:
+    m = re.match(r"(\d{1,2})(?::(\d{2}))?", text)
+    if not m:
+        return text
+    hour, minute = int(m.group(1)), int(m.group(2) or 0)
+    low = text.lower().replace(".", "")
+    if low.endswith("pm") and hour < 12:
+        hour += 12
+    if low.endswith("am") and hour == 12:
+        hour = 0
+    return f"{hour:02d}:{minute:02d}"
+
+
+def _date_key(text: str) -> str:
+    low = text.lower()
+    if re.fullmatch(r"\d{4}-\d{1,2}-\d{1,2}", low):
+        y, mo, d = (int(x) for x in low.split("-"))
+        return f"{y:04d}-{mo:02d}-{d:02d}"
+    month = next((n for name, n in MONTHS.items() if re.search(rf"\b{name}", low)), None)
+    if month is not None:
+        nums = [int(x) for x in re.findall(r"\d+", low)]
+        day = next((n for n in nums if n <= 31), 0)
+        year = next((n for n in nums if n > 31), 0)
+        return f"{year:04d}-{month:02d}-{day:02d}" if year else f"{month:02d}-{day:02d}"
+    return re.sub(r"[/.]", "/", low)
+
+
+def _is_sentence_start(text: str, start: int) -> bool:
+    return bool(_SENTENCE_START.search(text[:start]))
+
+
+def _split_identifier(ident: str) -> tuple[str, ...]:
+    parts: list[str] = []
+    for piece in re.split(r"[._]", ident):
+        parts.extend(p.lower() for p in _IDENT_PART.findall(piece))
+    return tuple(stem(p) for p in parts if p)
+
+
+@lru_cache(maxsize=8192)
+def read(text: str) -> Reading:
+    """Read ``text`` into slots, content items, tokens, negations and roles (cached per text)."""
+    slots: list[Slot] = []
+    items: list[Item] = []
+    tokens: list[str] = []
+    negations = 0
+
+    def add_slot(kind: str, key: str, raw: str, unit: str | None = None, rate: str | None = None) -> None:
+        slots.append(Slot(kind, key, raw, len(tokens), unit, rate))
+        tokens.append(f"<{kind}:{key}>")
+
+    def add_number(num: _Number, raw: str) -> None:
+        add_slot("number", num.key, raw, num.unit, num.rate)
+        if num.noun and num.noun not in FUNCTION_WORDS:
+            items.append(Item("word", num.noun, stem(num.noun), len(tokens) - 1))
+
+    matches = list(_SCANNER.finditer(text))
+    i = 0
+    while i < len(matches):
+        m = matches[i]
+        kind = m.lastgroup
+        raw = m.group(0)
+        if kind == "url":
+            add_slot("url", raw.lower().rstrip("/"), raw)
+        elif kind == "email":
+            add_slot("identifier", raw.lower(), raw)
+        elif kind == "quoted":
+            inner = next(g for g in m.groups()[1:6] if g is not None) if m.group("quoted") else raw
+            add_slot("quoted", " ".join(inner.lower().split()), inner)
+            # The quoted words also count as words: "'Pocket Budget'" restates "Pocket Budget".
+            for w in re.findall(r"[A-Za-z][A-Za-z0-9]*", inner):
+                low = w.lower()
+                if low not in FUNCTION_WORDS:
+                    items.append(Item("word", w, stem(low), len(tokens), name=w[:1].isupper()))
+        elif kind == "hex":
+            add_slot("colour", raw.lower(), raw)
+        elif kind == "datefmt":
+            add_slot("date", raw.upper().replace(".", "/").replace("-", "/"), raw)
+        elif kind == "date":
+            add_slot("date", _date_key(raw), raw)
+        elif kind == "time":
+            add_slot("time", _minutes(raw), raw)
+        elif kind == "path":
+            add_slot("path", raw.lower().rstrip("/") or "/", raw)
+        elif kind == "version":
+            add_slot("version", raw.lower().lstrip("v"), raw)
+        elif kind == "ratio":
+            add_slot("number", raw, raw)
+        elif kind == "number":
+            num = _read_number(m, matches, i)
+            if num is not None:
+                add_number(num, text[m.start() : matches[num.end].end()])
+                i = num.end
+        elif kind == "ident":
+            parts = _split_identifier(raw)
+            items.append(Item("identifier", raw, "".join(parts), len(tokens), parts=parts))
+            tokens.append(raw.lower())
+        elif kind == "amp":
+            tokens.append(raw.lower().replace("&", ""))
+            items.append(Item("word", raw, raw.lower().replace("&", ""), len(tokens) - 1))
+        elif kind == "arrow":
+            tokens.append("->")
+        elif kind == "word":
+            low = raw.lower()
+            if low.endswith("n't") or low in NEGATORS:
+                negations += 1
+                tokens.append("not")
+            elif low in NUMBER_WORDS and not _is_determiner_one(low, matches, i):
+                num = _read_number_words(matches, i)
+                add_number(num, text[m.start() : matches[num.end].end()])
+                i = num.end
+            elif low in ORDINALS and not (low == "second" and _after_number(tokens)):
+                add_slot("number", f"#{ORDINALS[low]}", raw)
+            elif low in COLOURS:
+                add_slot("colour", low, raw)
+            elif low in WEEKDAYS:
+                add_slot("date", f"weekday-{WEEKDAYS[low]}", raw)
+            elif low in MONTHS and len(low) > 3:
+                add_slot("date", f"month-{MONTHS[low]:02d}", raw)
+            else:
+                base = low.removesuffix("'s")
+                tokens.append(base)
+                if base not in FUNCTION_WORDS and not (len(base) == 1 and base not in "xyz"):
+                    name = raw[:1].isupper() and not _is_sentence_start(text, m.start()) or (
+                        raw.isupper() and len(raw) > 1
+                    )
+                    items.append(Item("word", raw, stem(base), len(tokens) - 1, name=bool(name)))
+        i += 1
+
+    return Reading(
+        text=text,
+        slots=tuple(slots),
+        items=tuple(items),
+        tokens=tuple(tokens),
+        negations=negations,
+        roles=_roles(tokens),
+    )
+
+
+def _is_determiner_one(low: str, matches: list[re.Match[str]], i: int) -> bool:
+    """ "one" used as a pronoun or article ("the one", "one of") is not a count."""
+    if low != "one":
+        return False
+    nxt = matches[i + 1].group(0).lower() if i + 1 < len(matches) else ""
+    return nxt in ("of", "")
+
+
+def _after_number(tokens: list[str]) -> bool:
+    return bool(tokens) and tokens[-1].startswith("<number:")
+
+
+def _unit_after(matches: list[re.Match[str]], j: int) -> tuple[str | None, float | None, str | None, int]:
+    """The unit after a number whose next match is ``j``: (counted noun, seconds, per-unit, matches consumed)."""
+    used = 0
+    noun: str | None = None
+    word = matches[j].group(0).lower() if j < len(matches) and matches[j].lastgroup == "word" else ""
+    if word in TIME_UNITS:
+        return None, TIME_UNITS[word], None, 1
+    if word and word not in FUNCTION_WORDS and word not in NUMBER_WORDS and len(word) > 1:
+        noun = word
+        used = 1
+    nxt = matches[j + used].group(0).lower() if j + used < len(matches) else ""
+    after = matches[j + used + 1].group(0).lower() if j + used + 1 < len(matches) else ""
+    rate: str | None = None
+    if nxt in ("per", "a", "an", "each", "every") and after in TIME_UNITS:
+        rate = f"/{TIME_UNITS[after]:g}s"
+        used += 2
+    elif nxt in ("percent", "pct"):
+        rate = "%"
+        used += 1
+    return noun, None, rate, used
+
+
+@dataclass(frozen=True)
+class _Number:
+    key: str
+    unit: str | None
+    rate: str | None
+    end: int
+    """Index of the last match the number consumed."""
+    noun: str | None = None
+    """The counted noun as written (it stays a content word too)."""
+
+
+def _finish(key: str, matches: list[re.Match[str]], last: int, rate: str | None = None) -> _Number:
+    noun, seconds, unit_rate, used = _unit_after(matches, last + 1)
+    if seconds is not None:
+        return _Number(_seconds(key, seconds), None, rate, last + used)
+    if unit_rate == "%":
+        return _Number(_percent(key), None, None, last + used)
+    return _Number(key, stem(noun) if noun else None, rate or unit_rate, last + used, noun)
+
+
+def _read_number(m: re.Match[str], matches: list[re.Match[str]], i: int) -> _Number | None:
+    raw = m.group(0)
+    suffix = m.group("suffix") or ""
+    per = m.group("per")
+    body = raw[: len(raw) - len(suffix) - (len(per) + 1 if per else 0)] if (suffix or per) else raw
+    key = _number_key(body)
+    if key is None:
+        return None
+    rate = None
+    if per:
+        rate = f"/{TIME_UNITS[per.lower()]:g}s" if per.lower() in TIME_UNITS else f"/{stem(per.lower())}"
+    sfx = suffix.lower()
+    if sfx == "%":
+        return _Number(_percent(key), None, rate, i)
+    if sfx in ("st", "nd", "rd", "th"):
+        return _Number(f"#{key}", None, None, i)
+    if sfx == "x":
+        return _Number(f"x{key}", None, None, i)
+    if sfx in TIME_UNITS:
+        return _Number(_seconds(key, TIME_UNITS[sfx]), None, rate, i)
+    if sfx:
+        return _Number(key, sfx, rate, i)
+    return _finish(key, matches, i, rate)
+
+
+def _percent(key: str) -> str:
+    return format((Decimal(key) / 100).normalize(), "f")
+
+
+def _seconds(key: str, factor: float) -> str:
+    value = Decimal(key) * Decimal(str(factor))
+    return format(value.normalize(), "f") + "s"
+
+
+def _read_number_words(matches: list[re.Match[str]], i: int) -> _Number:
+    """ "twenty five", "five hundred", "a dozen": summed into one number, then read like digits."""
+    total = 0.0
+    current = 0.0
+    j = i
+    while j < len(matches) and matches[j].lastgroup == "word" and matches[j].group(0).lower() in NUMBER_WORDS:
+        value = NUMBER_WORDS[matches[j].group(0).lower()]
+        if value >= 100:
+            current = max(current, 1.0) * value
+            if value >= 1000:
+                total += current
+                current = 0.0
+        else:
+            current += value
+        j += 1
+    total += current
+    key = format(Decimal(str(total)).normalize(), "f")
+    return _finish(key, matches, j - 1)
+
+
+# -------------------------------------------------------------------------------- roles
+
+
+def _roles(tokens: list[str]) -> dict[str, str]:
+    """Which tokens a text puts on the old side of a change and which on the new side.
+
+    ``from X``, ``replace X``, ``X ->``, ``X to Y`` (X old, Y new), ``X instead of Y`` and
+    ``X rather than Y`` (X new, Y old), ``with Y`` after a replace. Only tokens that are
+    values or content words get a role; function words between a marker and its item are skipped.
+    """
+    roles: dict[str, str] = {}
+    n = len(tokens)
+
+    def content(k: int) -> bool:
+        t = tokens[k]
+        return t.startswith("<") or (t not in FUNCTION_WORDS and t not in ("->", "not") and len(t) > 1)
+
+    def next_item(k: int) -> int | None:
+        for j in range(k + 1, min(n, k + 4)):
+            if content(j):
+                return j
+        return None
+
+    def prev_item(k: int) -> int | None:
+        for j in range(k - 1, max(-1, k - 4), -1):
+            if content(j):
+                return j
+        return None
+
+    def assign(k: int | None, role: str) -> None:
+        if k is not None:
+            t = tokens[k]
+            roles.setdefault(t if t.startswith("<") else stem(t), role)
+
+    saw_replace = False
+    for k, t in enumerate(tokens):
+        if t in ("replace", "replaces", "replacing", "swap"):
+            saw_replace = True
+        if t == "->" or (t == "to" and k > 0 and tokens[k - 1] not in FUNCTION_WORDS):
+            assign(prev_item(k), "source")
+            assign(next_item(k), "target")
+        elif t == "from" or t in ("replace", "replaces", "replacing") or t == "was":
+            assign(next_item(k), "source")
+        elif t == "instead" and k + 1 < n and tokens[k + 1] == "of" or t == "rather" and k + 1 < n and tokens[
+            k + 1
+        ] == "than":
+            assign(prev_item(k), "target")
+            assign(next_item(k + 1), "source")
+        elif t == "with" and saw_replace:
+            assign(next_item(k), "target")
+        elif t in TARGET_BEFORE and t not in ("with", "to"):
+            assign(next_item(k), "target")
+    return roles

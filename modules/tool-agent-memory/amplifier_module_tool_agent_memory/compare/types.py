@@ -1,0 +1,95 @@
+"""The answer of a comparison of two short texts: same, changed (with what differs) or different."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+__all__ = ["DIFFERENCE_KINDS", "Comparison", "Difference", "Verdict"]
+
+DIFFERENCE_KINDS = (
+    "number",
+    "date",
+    "time",
+    "version",
+    "identifier",
+    "path",
+    "url",
+    "scheme",
+    "colour",
+    "quoted",
+    "name",
+    "polarity",
+    "order",
+    "qualifier",
+    "content",
+)
+"""Every value ``Difference.kind`` takes."""
+
+
+class Verdict(StrEnum):
+    """What the second text is to the first."""
+
+    SAME = "same"
+    """A restatement: the same slots and values in other words."""
+    CHANGED = "changed"
+    """The same thing with something different (see ``Comparison.differences``)."""
+    DIFFERENT = "different"
+    """About something else."""
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One thing that differs between the two texts.
+
+    ``old`` is the value in the first text and ``new`` the value in the second; None means
+    the value is absent from that text (an added or dropped qualifier, for instance).
+    """
+
+    kind: str
+    old: str | None
+    new: str | None
+
+    def describe(self) -> str:
+        """A one-line account, e.g. ``number: 100 requests/minute -> 200 requests/minute``."""
+        return f"{self.kind}: {self.old if self.old is not None else '(none)'} -> " + (
+            self.new if self.new is not None else "(none)"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form."""
+        return {"kind": self.kind, "old": self.old, "new": self.new}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The outcome of :meth:`Comparator.compare`.
+
+    ``similarity`` is the whole-text cosine the comparison used. ``decided`` is False when
+    the texts look alike but the comparison cannot tell a restatement from a change (the
+    plan cache answers ``candidate`` then and lets the agent judge); ``verdict`` is then the
+    leaning (SAME when nothing concrete differs, else CHANGED), never to be acted on alone.
+    """
+
+    verdict: Verdict
+    differences: tuple[Difference, ...]
+    similarity: float
+    decided: bool
+    reason: str = ""
+    """A short human-readable account of how the verdict was reached."""
+
+    @property
+    def same(self) -> bool:
+        """A decided restatement."""
+        return self.decided and self.verdict is Verdict.SAME
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form (for tool outputs and events)."""
+        return {
+            "verdict": self.verdict.value,
+            "decided": self.decided,
+            "similarity": round(self.similarity, 4),
+            "differences": [d.to_dict() for d in self.differences],
+            "reason": self.reason,
+        }
