@@ -1,5 +1,6 @@
-"""The module inside real amplifier-core: the loader finds the installed entry point, every
-tool is mounted and answers, mount is cheap and idempotent, and setup errors reach the agent."""
+"""The module inside real amplifier-core: the loader finds the installed entry point (and its
+on_session_ready), every tool is mounted and answers, mount is cheap and idempotent, the identity
+is resolved late enough for capabilities registered after mount, and setup errors reach the agent."""
 
 from __future__ import annotations
 
@@ -47,7 +48,8 @@ class TestToolContractStructure(ToolStructuralTests):
 
 @pytest.fixture
 async def session_mount(root: Path, embedder: CachedEmbedder) -> AsyncIterator[Callable[..., Awaitable[Mounted]]]:
-    """Mount through a real AmplifierSession and amplifier-core's ModuleLoader (entry point, no source:)."""
+    """Mount through a real AmplifierSession and amplifier-core's ModuleLoader (entry point, no source:),
+    then run the on_session_ready the loader found, as session initialisation does after every mount."""
     coordinators: list[Any] = []
 
     async def factory(config: dict[str, Any] | None = None, session: dict[str, Any] | None = None) -> Mounted:
@@ -58,6 +60,8 @@ async def session_mount(root: Path, embedder: CachedEmbedder) -> AsyncIterator[C
         mount = await ModuleLoader(coordinator=coordinator).load(MODULE_ID, cfg, coordinator=coordinator)
         cleanup = await mount(coordinator)
         coordinator.register_cleanup(cleanup)
+        _, ready = mount.__on_session_ready__  # type: ignore[attr-defined]
+        await ready(coordinator)
         return dict(coordinator.get("tools") or {}), coordinator
 
     yield factory
@@ -115,9 +119,61 @@ async def test_every_tool_answers_valid_input_in_a_real_session(
     assert not failed
 
 
-async def test_mount_registers_the_agent_identity_capability(session_mount: Callable[..., Awaitable[Mounted]]) -> None:
+async def test_loader_finds_on_session_ready_next_to_the_entry_point_mount() -> None:
+    loader = ModuleLoader(coordinator=AmplifierSession(PLAN).coordinator)
+    mount = await loader.load(MODULE_ID, {})
+    assert mount.__on_session_ready__ == (MODULE_ID, agent_memory.on_session_ready)  # type: ignore[attr-defined]
+
+
+async def test_session_ready_registers_the_agent_identity_capability(
+    session_mount: Callable[..., Awaitable[Mounted]],
+) -> None:
     _, coordinator = await session_mount({"agent_identity": "alice"})
     assert coordinator.get_capability("agent_identity") == "alice"
+
+
+async def test_mount_leaves_the_identity_unresolved_and_registers_no_capability(root: Path) -> None:
+    coordinator = MockCoordinator()
+    cleanup = await agent_memory.mount(coordinator, {"storage_root": str(root), "agent_identity": "alice"})
+    try:
+        assert coordinator.get_capability("agent_identity") is None
+    finally:
+        await cleanup()
+
+
+async def test_a_capability_registered_after_mount_names_the_identity(root: Path, embedder: CachedEmbedder) -> None:
+    coordinator = MockCoordinator()
+    cleanup = await agent_memory.mount(coordinator, {"storage_root": str(root), "agent_identity": "from-config"})
+    try:
+        # A hook module mounts after the tools and registers the capability in its own mount.
+        coordinator.register_capability("agent_identity", "from-hook")
+        await agent_memory.on_session_ready(coordinator)
+        assert await _identity_used(dict(coordinator.mount_points["tools"])) == "from-hook"
+    finally:
+        await cleanup()
+
+
+async def test_the_first_tool_call_resolves_the_identity_when_session_ready_never_ran(
+    root: Path, embedder: CachedEmbedder
+) -> None:
+    coordinator = MockCoordinator()
+    cleanup = await agent_memory.mount(coordinator, {"storage_root": str(root)})
+    try:
+        coordinator.register_capability("agent_identity", "late-capability")
+        assert await _identity_used(dict(coordinator.mount_points["tools"])) == "late-capability"
+    finally:
+        await cleanup()
+
+
+async def test_the_identity_is_resolved_once_and_kept(root: Path, embedder: CachedEmbedder) -> None:
+    coordinator = MockCoordinator()
+    cleanup = await agent_memory.mount(coordinator, {"storage_root": str(root), "agent_identity": "first"})
+    try:
+        await agent_memory.on_session_ready(coordinator)
+        coordinator.register_capability("agent_identity", "too-late")
+        assert await _identity_used(dict(coordinator.mount_points["tools"])) == "first"
+    finally:
+        await cleanup()
 
 
 async def test_mount_declares_every_event_to_observability(session_mount: Callable[..., Awaitable[Mounted]]) -> None:
@@ -237,6 +293,13 @@ async def test_identity_mount_plan_wins_over_env(
     tools, coordinator = await session_mount(session={"capabilities": {"agent_identity": "from-plan"}})
     assert await _identity_used(tools) == "from-plan"
     assert coordinator.get_capability("agent_identity") == "from-plan"
+
+
+async def test_identity_from_the_mount_plan_is_logged_as_deprecated(
+    session_mount: Callable[..., Awaitable[Mounted]], caplog: pytest.LogCaptureFixture
+) -> None:
+    await session_mount(session={"capabilities": {"agent_identity": "from-plan"}})
+    assert any("deprecated" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)
 
 
 async def test_identity_env_wins_over_default(

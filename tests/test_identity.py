@@ -151,8 +151,9 @@ def test_missing_identity_is_refused_when_required() -> None:
         resolve_identity(MockCoordinator(), None, require=True)
 
 
-async def test_mount_registers_the_resolved_identity_as_a_capability(mount_tools: Callable[..., Any]) -> None:
+async def test_session_ready_registers_the_resolved_identity_as_a_capability(mount_tools: Callable[..., Any]) -> None:
     _, coordinator = await mount_tools(agent_identity="carol")
+    await agent_memory.on_session_ready(coordinator)
     assert coordinator.get_capability("agent_identity") == "carol"
 
 

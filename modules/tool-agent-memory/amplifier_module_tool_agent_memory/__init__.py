@@ -1,11 +1,11 @@
 """agent-memory: long-term memory, a working-memory cache and a plan cache for Amplifier agents.
 
-``mount`` is cheap and idempotent (Amplifier mounts every module twice): it parses the
-config, resolves the identity and registers the tools. The embedding model and the
-identity's store are opened on the first tool call.
+``mount`` is cheap and idempotent (Amplifier mounts every module twice): it parses the config
+and registers the tools and hooks. ``on_session_ready`` resolves the identity once every module
+is mounted. The embedding model and the identity's store are opened on the first tool call.
 """
 
-from .amplifier.mount import mount
+from .amplifier.mount import mount, on_session_ready
 
 __amplifier_module_type__ = "tool"
-__all__ = ["mount"]
+__all__ = ["mount", "on_session_ready"]

@@ -1,10 +1,15 @@
 """Resolve and validate the agent identity whose private store a session uses.
 
-Resolution order, first hit wins:
+The identity is resolved once per mount, late: when every module of the session is mounted
+(``on_session_ready``) or at the first tool call, whichever comes first, so that a capability
+registered by a hook module (hooks are mounted after tools) is seen. First hit wins:
 
 1. the capability ``agent_identity`` registered by another module;
-2. module config ``agent_identity``;
-3. the mount plan's ``session.capabilities.agent_identity`` (``coordinator.config``);
+2. module config ``agent_identity`` (the bundle's ``config:``, or the user's
+   ``overrides.tool-agent-memory.config``);
+3. deprecated: the mount plan's ``session.capabilities.agent_identity``. It is not a documented
+   mount-plan key (foundation passes ``session:`` through, so it happens to arrive); it is still
+   read for sessions that set it, with a warning;
 4. the environment variable ``AMPLIFIER_AGENT_IDENTITY``;
 5. ``default`` -- unless config ``require_identity`` is true, in which case every tool
    answers with an :class:`IdentityError` that explains how to set one.
@@ -16,6 +21,7 @@ identity given by config, capability or mount plan; an empty environment variabl
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from dataclasses import dataclass
@@ -23,21 +29,24 @@ from typing import Any
 
 from .errors import IdentityError
 
+logger = logging.getLogger(__name__)
+
 IDENTITY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 IDENTITY_ENV = "AMPLIFIER_AGENT_IDENTITY"
 CAPABILITY = "agent_identity"
 DEFAULT_IDENTITY = "default"
 
 HOW_TO_SET = (
-    "set one with the module config `agent_identity: <name>`, the mount plan's "
-    "`session.capabilities.agent_identity`, or the environment variable "
-    f"{IDENTITY_ENV}"
+    "set one with the module config `agent_identity: <name>` (in Amplifier settings: "
+    "`overrides.tool-agent-memory.config.agent_identity`), the environment variable "
+    f"{IDENTITY_ENV}, or an `{CAPABILITY}` capability registered by another module"
 )
 
 
 @dataclass(frozen=True)
 class ResolvedIdentity:
-    """The identity and where it came from (``capability``, ``config``, ``mount_plan``, ``env``, ``default``)."""
+    """The identity and where it came from (``capability``, ``config``, ``mount_plan`` (deprecated), ``env``,
+    ``default``)."""
 
     name: str
     source: str
@@ -97,6 +106,12 @@ def resolve_identity(coordinator: Any, configured: str | None, require: bool) ->
         # config template whose variable was empty) is refused rather than silently shared as "default".
         if value is None or (value == "" and source == "env"):
             continue
+        if source == "mount_plan":
+            logger.warning(
+                "agent identity taken from the mount plan's session.capabilities.agent_identity, which is "
+                "deprecated (not a documented mount-plan key): %s",
+                HOW_TO_SET,
+            )
         return ResolvedIdentity(validate_identity(value), source)
     if require:
         raise IdentityError(f"no agent identity is set and require_identity is true: {HOW_TO_SET}")

@@ -42,12 +42,20 @@ class AgentMemory:
         session_id: str = "local",
         clock: Callable[[], datetime] = utc_now,
         adopt_recorded_model: bool = False,
+        resolve_late: bool = False,
+        on_identity: Callable[[ResolvedIdentity], None] | None = None,
     ) -> None:
-        """``adopt_recorded_model``: open the store whatever model wrote it (export: it embeds nothing)."""
+        """``adopt_recorded_model``: open the store whatever model wrote it (export: it embeds nothing).
+
+        ``resolve_late``: ``identity`` is resolved from ``coordinator`` on first need
+        (:meth:`resolve_identity`), then ``on_identity`` is told which one it is.
+        """
         self.config = config
         self.adopt_recorded_model = adopt_recorded_model
         self.identity = identity
         self.setup_error = setup_error
+        self._identity_pending = resolve_late and identity is None and setup_error is None
+        self._on_identity = on_identity
         self.coordinator = coordinator
         self.session_id = session_id
         self.clock = clock
@@ -57,25 +65,56 @@ class AgentMemory:
         self._closed = False
 
     @classmethod
-    def from_mount(cls, coordinator: Any, raw_config: dict[str, Any] | None) -> AgentMemory:
-        """Parse config and resolve the identity; never raises (errors surface on every tool call)."""
+    def from_mount(
+        cls,
+        coordinator: Any,
+        raw_config: dict[str, Any] | None,
+        on_identity: Callable[[ResolvedIdentity], None] | None = None,
+    ) -> AgentMemory:
+        """Parse config; the identity is resolved later (see :meth:`resolve_identity`). Never raises:
+        errors surface on every tool call."""
         session_id = str(getattr(coordinator, "session_id", None) or "local")
         try:
             config = parse_config(raw_config)
         except ConfigError as exc:
             return cls(MemoryConfig(), None, setup_error=exc, coordinator=coordinator, session_id=session_id)
-        try:
-            identity = resolve_identity(coordinator, config.agent_identity, config.require_identity)
-        except IdentityError as exc:
-            return cls(config, None, setup_error=exc, coordinator=coordinator, session_id=session_id)
-        return cls(config, identity, coordinator=coordinator, session_id=session_id)
+        return cls(config, None, coordinator=coordinator, session_id=session_id, resolve_late=True,
+                   on_identity=on_identity)
 
     @property
     def identity_name(self) -> str | None:
         return self.identity.name if self.identity else None
 
+    def resolve_identity(self) -> ResolvedIdentity | None:
+        """Resolve a mount's identity once: late enough that capabilities registered by modules mounted
+        after this one (hooks mount after tools) are seen. An invalid or missing one becomes the setup error."""
+        with self._lock:
+            if not self._identity_pending:
+                return self.identity
+            self._identity_pending = False
+            try:
+                self.identity = resolve_identity(self.coordinator, self.config.agent_identity,
+                                                 self.config.require_identity)
+            except IdentityError as exc:
+                self.setup_error = exc
+                return None
+            logger.info("agent identity resolved",
+                        extra={"identity": self.identity.name, "source": self.identity.source})
+        if self._on_identity is not None:
+            try:
+                self._on_identity(self.identity)
+            except Exception:
+                logger.debug("identity listener failed", exc_info=True)
+        return self.identity
+
+    def is_ready(self) -> bool:
+        """Whether the tools can run: config valid, identity resolved and valid, not unmounted."""
+        self.resolve_identity()
+        return self.setup_error is None and not self._closed
+
     def check_ready(self) -> ResolvedIdentity:
         """Raise the config or identity error this instance was mounted with, if any."""
+        self.resolve_identity()
         if self.setup_error is not None:
             raise self.setup_error
         if self._closed:

@@ -23,7 +23,14 @@ _PROMPT = (
 
 
 class LLMSummariser:
-    """Asks the session's first mounted provider for a block summary; ``None`` when that is not possible."""
+    """Asks the session's provider for a block summary; ``None`` (use the extractive one) when that is not possible.
+
+    The call is made the way foundation's own background calls (hooks-session-naming) make it:
+    the session's first (priority) provider, ``metadata={"stream": False}`` so the answer does not
+    stream into the user's UI as if it were the assistant's, ``extended_thinking=False`` so a
+    provider with session-level thinking neither refuses nor inflates the call, a small
+    ``max_output_tokens``, and no ``temperature`` (refused by some models while thinking is on).
+    """
 
     def __init__(self, coordinator: Any, timeout_s: float) -> None:
         self.coordinator = coordinator
@@ -37,10 +44,12 @@ class LLMSummariser:
             raise RuntimeError("no provider is mounted in this session")
         provider = next(iter(providers.values()))
         request = ChatRequest(
-            messages=[Message(role="user", content=prompt)], max_output_tokens=SUMMARY_MAX_TOKENS + 50, temperature=0
+            messages=[Message(role="user", content=prompt)],
+            max_output_tokens=SUMMARY_MAX_TOKENS + 50,
+            metadata={"stream": False},
         )
-        response = await provider.complete(request)
-        parts = [getattr(block, "text", "") for block in getattr(response, "content", None) or []]
+        response = await provider.complete(request, extended_thinking=False)
+        parts = [getattr(block, "text", None) for block in getattr(response, "content", None) or []]
         return "".join(p for p in parts if isinstance(p, str))
 
     def summarise(self, items: Sequence[CacheItem], loop: asyncio.AbstractEventLoop | None) -> str | None:

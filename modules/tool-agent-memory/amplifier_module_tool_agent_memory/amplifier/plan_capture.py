@@ -206,7 +206,8 @@ class PlanCapture:
 
     async def on_complete(self, event: str, data: dict[str, Any]) -> Any:
         turn, self.turn = self.turn, None
-        if turn is not None:
+        # Not ready (bad config, no identity under require_identity): the tools already say why.
+        if turn is not None and self.runtime.is_ready():
             try:
                 await self.finish(turn, data.get("status"))
             except Exception:
