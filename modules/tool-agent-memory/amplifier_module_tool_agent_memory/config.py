@@ -8,6 +8,8 @@ fall back to a default.
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -17,8 +19,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from .errors import ConfigError
 from .validation import describe_validation_error
 
-DEFAULT_STORAGE_ROOT = "~/.amplifier/memory"
+logger = logging.getLogger(__name__)
+
+DEFAULT_STORAGE_ROOT = "~/.amplifier/agent-memory"
 ROOT_ENV = "AMPLIFIER_MEMORY_ROOT"
+# The default root before 0.2. It is the store of the official amplifier-bundle-memory (a git
+# repository with MEMORY.md), so nothing is written there any more and nothing is moved out of
+# it automatically: the user is told where their stores are (see legacy_default_stores).
+LEGACY_STORAGE_ROOT = "~/.amplifier/memory"
+_warned_legacy: set[Path] = set()
 
 
 class _Strict(BaseModel):
@@ -172,9 +181,53 @@ class MemoryConfig(_Strict):
     storage: StorageConfig = StorageConfig()
 
     def resolved_root(self) -> Path:
-        """The storage root: config, then ``AMPLIFIER_MEMORY_ROOT``, then ``~/.amplifier/memory``."""
-        raw = self.storage_root or os.environ.get(ROOT_ENV) or DEFAULT_STORAGE_ROOT
-        return Path(raw).expanduser().resolve()
+        """The storage root: config, then ``AMPLIFIER_MEMORY_ROOT``, then ``~/.amplifier/agent-memory``.
+
+        On the default root, agent-memory stores left under the old default are reported once
+        per process (a warning naming them and how to move them); they are not moved.
+        """
+        raw = self.storage_root or os.environ.get(ROOT_ENV)
+        if raw:
+            return Path(raw).expanduser().resolve()
+        root = Path(DEFAULT_STORAGE_ROOT).expanduser().resolve()
+        _warn_about_legacy_stores(root)
+        return root
+
+
+def _is_agent_memory_store(folder: Path) -> bool:
+    """An identity folder this module wrote: its ``store.json`` names the embedding model and schema."""
+    try:
+        meta = json.loads((folder / "store.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and "model_id" in meta and "schema" in meta
+
+
+def legacy_default_stores(root: Path | None = None) -> list[str]:
+    """Identities with an agent-memory store under the old default root (``~/.amplifier/memory``) and none
+    under ``root`` (the current default): stores a user upgrading from before 0.2 would otherwise miss."""
+    legacy = Path(LEGACY_STORAGE_ROOT).expanduser()
+    current = root or Path(DEFAULT_STORAGE_ROOT).expanduser().resolve()
+    try:
+        folders = sorted(p for p in legacy.iterdir() if p.is_dir())
+    except OSError:
+        return []
+    return [p.name for p in folders if _is_agent_memory_store(p) and not (current / p.name).exists()]
+
+
+def _warn_about_legacy_stores(root: Path) -> None:
+    if root in _warned_legacy:
+        return
+    _warned_legacy.add(root)
+    names = legacy_default_stores(root)
+    if names:
+        legacy = Path(LEGACY_STORAGE_ROOT).expanduser()
+        logger.warning(
+            "agent-memory stores of %s are in %s, the old default root, which belongs to amplifier-bundle-memory; "
+            "stores now live in %s and these were not moved. With no session running, move them: "
+            "mkdir -p %s && mv %s %s/",
+            ", ".join(names), legacy, root, root, " ".join(str(legacy / n) for n in names), root,
+        )
 
 
 def parse_config(raw: dict[str, Any] | None) -> MemoryConfig:
