@@ -22,16 +22,51 @@ import logging
 import os
 import shutil
 import threading
-import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ModelMismatchError, StoreInUseError
 from ..identity import validate_identity
+from .contract import (
+    COMPACT_LAYOUT,
+    DENSE,
+    SCHEMA_VERSION,
+    BaseCollection,
+    Collection,
+    CollectionSpec,
+    IndexSpec,
+    MemoryTier,
+    NamedPoint,
+    StorageLayout,
+    StoredPoint,
+    iso,
+    open_with_other_model,
+    utc_now,
+)
 from .memtrim import release_heap, release_mapped_pages
+
+# The contract's names are re-exported: callers that know only the embedded store import them from here.
+__all__ = [
+    "COMPACT_LAYOUT",
+    "DENSE",
+    "LOCK_FILE",
+    "SCHEMA_VERSION",
+    "STORE_META",
+    "Collection",
+    "CollectionSpec",
+    "EdgeCollection",
+    "IdentityStore",
+    "IndexSpec",
+    "StorageLayout",
+    "StoredPoint",
+    "acquire_store",
+    "iso",
+    "open_store_count",
+    "release_store",
+    "remove_store_files",
+    "utc_now",
+]
 
 if TYPE_CHECKING:
     import qdrant_edge
@@ -40,97 +75,6 @@ logger = logging.getLogger(__name__)
 
 STORE_META = "store.json"
 LOCK_FILE = ".lock"
-SCHEMA_VERSION = 1
-DENSE = "dense"
-
-IndexKind = Literal["keyword", "datetime", "float", "integer", "bool", "text"]
-
-
-@dataclass(frozen=True)
-class IndexSpec:
-    """One payload index. ``text`` is a full-text index with BM25 scoring and English stemming.
-
-    ``hnsw``: also build payload-aware HNSW links for this field's values, which keep a vector
-    search filtered on it accurate (at 100k, dense recall@10 under a 30-day ``created_at`` filter
-    is 0.72 without them, 0.96 with). Only fields that filter vector searches need them: Qdrant
-    builds extra graph links for every value (every frequent word of a text field, every range
-    block of a number) that covers enough points, so an index build of 100k memories spent
-    minutes on fields that only ever filter scrolls and counts.
-    """
-
-    field: str
-    kind: IndexKind
-    hnsw: bool = False
-
-
-MemoryTier = Literal["pinned", "cached", "cold"]
-Quantization = Literal["int8", "turbo4", "turbo2"]
-
-
-@dataclass(frozen=True)
-class StorageLayout:
-    """Where a new shard keeps each of its structures; ``None`` leaves Qdrant's default.
-
-    Tiers (Qdrant's ``Memory``): ``pinned`` on the heap, ``cached`` memory-mapped and read into
-    the page cache when the shard opens, ``cold`` memory-mapped and read on first touch.
-    Applied when a shard is created: an existing shard keeps the layout it was created with.
-    """
-
-    vectors: MemoryTier | None = None
-    quantization: Quantization | None = None
-    quantized: MemoryTier | None = None
-    hnsw: MemoryTier | None = None
-    payload: MemoryTier | None = None
-    payload_indexes: MemoryTier | None = None
-
-    @property
-    def quantized_search(self) -> bool:
-        """Whether searches read quantized vectors first (and must rescore with the originals)."""
-        return self.quantization is not None
-
-
-# For collections that grow large (memories: two 384-d vectors a point, up to 100k+ points).
-# Everything memory-mapped and read on first touch (the OS reads it ahead at open: see
-# _warm_page_cache); searches read 4-bit TurboQuant copies of the vectors, never the floats.
-# Measured on 2 cores (RSS of a process with only the shard open, pages touched by opening
-# released): 10k memories, Qdrant defaults 67 MB after open / 157 MB after 200 hybrid searches,
-# this layout 66 / 128 MB. 100k memories (int8 copies pinned, the rest as here): 137 MB after open,
-# 283 after 200 searches, of which HNSW links 47 MB, int8 copies 77 MB, payload 25 MB; the defaults
-# map the 300 MB of float vectors at open. 4-bit copies halve the int8 ones (19 MB per 100k vectors).
-# Quality: dense R@10 against exact search at 10k 0.998 (floats) / 0.988 (int8) / 0.976 (4-bit);
-# LoCoMo R@10 with the index built 0.741 (int8) / 0.746 (4-bit), 0.741 before.
-# Searches do not rescore with the float vectors (Qdrant's default here): at 10k rescoring left
-# dense R@10 unchanged, added 29 MB of touched pages and ~4 ms a search.
-COMPACT_LAYOUT = StorageLayout(
-    vectors="cold",
-    quantization="turbo4",
-    quantized="cold",
-    hnsw="cold",
-    payload="cold",
-    payload_indexes="cold",
-)
-
-
-@dataclass(frozen=True)
-class CollectionSpec:
-    """A collection's name (its folder), its named dense vectors and the payload indexes every filtered field needs."""
-
-    name: str
-    indexes: tuple[IndexSpec, ...] = ()
-    vectors: tuple[str, ...] = (DENSE,)
-    layout: StorageLayout = StorageLayout()
-
-
-def utc_now() -> datetime:
-    """The current time, timezone-aware UTC (one place, so tests can reason about it)."""
-    return datetime.now(UTC)
-
-
-def iso(ts: datetime) -> str:
-    """RFC 3339 UTC with a ``Z``: what Qdrant's datetime index parses."""
-    # Not strftime: its %Y drops the leading zeros of years before 1000 on glibc, which no parser accepts.
-    return ts.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
-
 
 def _tier(tier: MemoryTier | None) -> qdrant_edge.Memory | None:
     import qdrant_edge as qe
@@ -193,76 +137,72 @@ def _edge_config(spec: CollectionSpec, dim: int) -> qdrant_edge.EdgeConfig:
     return qe.EdgeConfig(vectors=vectors, payload_memory=_tier(layout.payload))
 
 
-class Collection:
-    """One Qdrant Edge shard. ``lock`` serialises writes and read-modify-write sequences."""
+def _stored(point: Any) -> StoredPoint:
+    return StoredPoint(
+        id=point.id,
+        payload=point.payload,
+        score=float(getattr(point, "score", 0.0) or 0.0),
+        vector=point.vector,
+        order_value=point.order_value,
+    )
+
+
+class EdgeCollection(BaseCollection):
+    """One Qdrant Edge shard."""
 
     def __init__(self, name: str, shard: qdrant_edge.EdgeShard, vector_count: int = 1) -> None:
-        self.name = name
+        super().__init__(name, vector_count)
         self.shard = shard
-        # Dense vectors per point: the shard counts indexed *vectors*, not points.
-        self.vector_count = vector_count
-        self.lock = threading.RLock()
 
-    def upsert(self, points: Sequence[tuple[str, Sequence[float] | dict[str, list[float]], dict[str, Any]]]) -> None:
-        """Insert or replace points; a plain vector is the ``dense`` one, a dict names each vector."""
+    def _update(self, operation: qdrant_edge.UpdateOperation) -> None:
+        self.shard.update(operation)
+
+    def _engine_upsert(self, points: list[NamedPoint]) -> None:
         import qdrant_edge as qe
 
-        if not points:
-            return
-        batch = [
-            qe.Point(pid, dict(vec) if isinstance(vec, dict) else {DENSE: list(vec)}, payload)
-            for pid, vec, payload in points
-        ]
-        with self.lock:
-            self.shard.update(qe.UpdateOperation.upsert_points(batch))
+        self._update(
+            qe.UpdateOperation.upsert_points([qe.Point(pid, dict(vecs), payload) for pid, vecs, payload in points])
+        )
 
-    def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
+    def _engine_set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
         import qdrant_edge as qe
 
-        with self.lock:
-            self.shard.update(qe.UpdateOperation.set_payload([point_id], payload))
+        self._update(qe.UpdateOperation.set_payload([point_id], payload))
 
-    def delete_payload(self, point_id: str, keys: Sequence[str]) -> None:
-        """Remove payload keys of one point."""
+    def _engine_delete_payload(self, point_id: str, keys: list[str]) -> None:
         import qdrant_edge as qe
 
-        with self.lock:
-            self.shard.update(qe.UpdateOperation.delete_payload([point_id], list(keys)))
+        self._update(qe.UpdateOperation.delete_payload([point_id], keys))
 
-    def update_vector(self, point_id: str, name: str, vector: Sequence[float]) -> None:
-        """Replace one named vector of one point."""
+    def _engine_update_vector(self, point_id: str, name: str, vector: list[float]) -> None:
         import qdrant_edge as qe
 
-        with self.lock:
-            self.shard.update(qe.UpdateOperation.update_vectors([qe.PointVectors(point_id, {name: list(vector)})]))
+        self._update(qe.UpdateOperation.update_vectors([qe.PointVectors(point_id, {name: vector})]))
 
-    def delete(self, point_ids: Sequence[str]) -> None:
+    def _engine_delete(self, point_ids: list[str]) -> None:
         import qdrant_edge as qe
 
-        if not point_ids:
-            return
-        with self.lock:
-            self.shard.update(qe.UpdateOperation.delete_points(list(point_ids)))
+        self._update(qe.UpdateOperation.delete_points(list[Any](point_ids)))
 
-    def delete_by_filter(self, flt: qdrant_edge.Filter) -> None:
+    def _engine_delete_by_filter(self, flt: qdrant_edge.Filter) -> None:
         import qdrant_edge as qe
 
-        with self.lock:
-            self.shard.update(qe.UpdateOperation.delete_points_by_filter(flt))
+        self._update(qe.UpdateOperation.delete_points_by_filter(flt))
 
-    def retrieve(self, point_ids: Sequence[str], with_vector: bool = False) -> list[Any]:
-        if not point_ids:
-            return []
-        return list(self.shard.retrieve(list(point_ids), with_payload=True, with_vector=with_vector))
+    def _engine_retrieve(self, point_ids: list[str], with_vector: bool) -> list[StoredPoint]:
+        return [_stored(p) for p in self.shard.retrieve(list[Any](point_ids), with_payload=True, with_vector=with_vector)]
 
-    def query(self, request: qdrant_edge.QueryRequest) -> list[Any]:
-        return list(self.shard.query(request))
+    def query(self, request: qdrant_edge.QueryRequest) -> list[StoredPoint]:
+        """A scored search."""
+        return [_stored(p) for p in self.shard.query(request)]
 
-    def scroll(self, request: qdrant_edge.ScrollRequest) -> tuple[list[Any], Any]:
+    def scroll(self, request: qdrant_edge.ScrollRequest) -> tuple[list[StoredPoint], Any]:
+        """One page of points and the offset of the next page (None at the end)."""
         records, next_offset = self.shard.scroll(request)
-        return list(records), next_offset
+        return [_stored(p) for p in records], next_offset
 
     def count(self, flt: qdrant_edge.Filter | None = None) -> int:
+        """Exact number of points (matching ``flt``)."""
         import qdrant_edge as qe
 
         return int(self.shard.count(qe.CountRequest(filter=flt, exact=True)))
@@ -276,23 +216,8 @@ class Collection:
         """Index every unindexed vector now (blocking: Edge runs no optimizer in the background)."""
         self.shard.optimize()
 
-    def index_if_needed(self, min_unindexed: int) -> float | None:
-        """Build the HNSW index when at least ``min_unindexed`` points are searched by brute force.
-
-        Qdrant Edge has no background optimizer, and ``optimize()`` holds the process while it runs
-        (seconds per 10k points), so callers invoke this at natural pauses: after a bulk import,
-        or every few hundred single writes. Returns the seconds spent, or None when nothing was due.
-        """
-        if self.unindexed_count() < min_unindexed:
-            return None
-        started = time.perf_counter()
-        with self.lock:
-            self.optimize()
-        spent = time.perf_counter() - started
-        logger.info("index built", extra={"collection": self.name, "seconds": round(spent, 2)})
-        return spent
-
     def close(self) -> None:
+        """Flush and close the shard."""
         with self.lock:
             try:
                 self.shard.flush()
@@ -383,7 +308,7 @@ class IdentityStore:
     # store written by a model no longer configured (or installed) can still be exported.
     adopt_recorded_model: bool = False
     _lock_fd: int = -1
-    _collections: dict[str, Collection] = field(default_factory=dict)
+    _collections: dict[str, EdgeCollection] = field(default_factory=dict)
     _guard: threading.Lock = field(default_factory=threading.Lock)
 
     def open(self) -> None:
@@ -423,13 +348,13 @@ class IdentityStore:
         tmp.write_text(json.dumps(meta, indent=2))
         tmp.replace(meta_path)
 
-    def collection(self, spec: CollectionSpec) -> Collection:
+    def collection(self, spec: CollectionSpec) -> EdgeCollection:
         """The collection, opened (or created with its indexes) on first use."""
         with self._guard:
             coll = self._collections.get(spec.name)
             if coll is None:
                 shard = _open_shard(self.path / spec.name, spec, self.dim)
-                coll = Collection(spec.name, shard, len(spec.vectors))
+                coll = EdgeCollection(spec.name, shard, len(spec.vectors))
                 self._collections[spec.name] = coll
             return coll
 
@@ -467,14 +392,6 @@ class IdentityStore:
 class _Entry:
     store: IdentityStore
     refs: int = 0
-
-
-def open_with_other_model(identity: str, open_model: str, open_dim: int, model_id: str, dim: int) -> ModelMismatchError:
-    """The error for a second session that asks an already open store for another embedding model."""
-    return ModelMismatchError(
-        f"the store of identity {identity!r} is open in this process with model "
-        f"{open_model!r} (dim {open_dim}); this session asks for {model_id!r} (dim {dim})"
-    )
 
 
 _registry: dict[Path, _Entry] = {}

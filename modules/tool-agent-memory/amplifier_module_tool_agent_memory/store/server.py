@@ -39,12 +39,13 @@ from typing import TYPE_CHECKING, Any
 from ..config import StorageConfig
 from ..errors import AgentMemoryError, ConfigError, ModelMismatchError
 from ..identity import validate_identity
-from .edge import (
-    DENSE,
+from .contract import (
     SCHEMA_VERSION,
-    Collection,
+    BaseCollection,
     CollectionSpec,
     IndexSpec,
+    NamedPoint,
+    StoredPoint,
     iso,
     open_with_other_model,
     utc_now,
@@ -370,19 +371,8 @@ def _order_by(order: Any) -> qm.OrderBy | None:
     return qm.OrderBy(key=order.key, direction=direction, start_from=order.start_from)
 
 
-@dataclass(frozen=True)
-class ServerPoint:
-    """A point as the services read it from Edge: id, score, payload, vectors by name."""
-
-    id: Any
-    payload: dict[str, Any] | None
-    score: float = 0.0
-    vector: Any = None
-    order_value: Any = None
-
-
-def _point(p: Any) -> ServerPoint:
-    return ServerPoint(
+def _point(p: Any) -> StoredPoint:
+    return StoredPoint(
         id=p.id,
         payload=p.payload,
         score=float(getattr(p, "score", 0.0) or 0.0),
@@ -391,72 +381,55 @@ def _point(p: Any) -> ServerPoint:
     )
 
 
-class ServerCollection(Collection):
-    """One identity's collection on the server, with exactly :class:`~.storage.Collection`'s methods.
+class ServerCollection(BaseCollection):
+    """One identity's collection on the server.
 
-    It has no ``shard``: every operation goes through the methods below. ``lock`` serialises
-    read-modify-write sequences within this process only.
+    ``lock`` serialises read-modify-write sequences within this process only.
     """
 
     def __init__(self, name: str, server_name: str, client: QdrantClient, url: str, vector_count: int = 1) -> None:
-        # No super().__init__(): there is no Edge shard behind a server collection.
-        self.name = name
-        # Dense vectors per point: like Edge, the server counts indexed vectors, not points.
-        self.vector_count = vector_count
+        super().__init__(name, vector_count)
         self.server_name = server_name
         self.client = client
         self.url = url
-        self.lock = threading.RLock()
 
-    def upsert(self, points: Sequence[tuple[str, Sequence[float] | dict[str, list[float]], dict[str, Any]]]) -> None:
-        """Insert or replace points; a plain vector is the ``dense`` one, a dict names each vector."""
+    def _engine_upsert(self, points: list[NamedPoint]) -> None:
         from qdrant_client.http import models as qm
 
-        if not points:
-            return
-        batch = [
-            qm.PointStruct(id=pid, vector=dict(vec) if isinstance(vec, dict) else {DENSE: list(vec)}, payload=payload)
-            for pid, vec, payload in points
-        ]
-        with self.lock, _server_errors(self.url):
+        batch = [qm.PointStruct(id=pid, vector=vecs, payload=payload) for pid, vecs, payload in points]
+        with _server_errors(self.url):
             self.client.upsert(self.server_name, points=batch, wait=True)
 
-    def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
-        with self.lock, _server_errors(self.url):
+    def _engine_set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
+        with _server_errors(self.url):
             self.client.set_payload(self.server_name, payload=payload, points=[point_id], wait=True)
 
-    def delete_payload(self, point_id: str, keys: Sequence[str]) -> None:
-        """Remove payload keys of one point."""
-        with self.lock, _server_errors(self.url):
-            self.client.delete_payload(self.server_name, keys=list(keys), points=[point_id], wait=True)
+    def _engine_delete_payload(self, point_id: str, keys: list[str]) -> None:
+        with _server_errors(self.url):
+            self.client.delete_payload(self.server_name, keys=keys, points=[point_id], wait=True)
 
-    def update_vector(self, point_id: str, name: str, vector: Sequence[float]) -> None:
-        """Replace one named vector of one point."""
+    def _engine_update_vector(self, point_id: str, name: str, vector: list[float]) -> None:
         from qdrant_client.http import models as qm
 
-        with self.lock, _server_errors(self.url):
+        with _server_errors(self.url):
             self.client.update_vectors(
-                self.server_name, points=[qm.PointVectors(id=point_id, vector={name: list(vector)})], wait=True
+                self.server_name, points=[qm.PointVectors(id=point_id, vector={name: vector})], wait=True
             )
 
-    def delete(self, point_ids: Sequence[str]) -> None:
+    def _engine_delete(self, point_ids: list[str]) -> None:
         from qdrant_client.http import models as qm
 
-        if not point_ids:
-            return
-        with self.lock, _server_errors(self.url):
+        with _server_errors(self.url):
             self.client.delete(self.server_name, points_selector=qm.PointIdsList(points=list(point_ids)), wait=True)
 
-    def delete_by_filter(self, flt: qdrant_edge.Filter) -> None:
+    def _engine_delete_by_filter(self, flt: qdrant_edge.Filter) -> None:
         from qdrant_client.http import models as qm
 
         selector = qm.FilterSelector(filter=to_filter(flt) or qm.Filter())
-        with self.lock, _server_errors(self.url):
+        with _server_errors(self.url):
             self.client.delete(self.server_name, points_selector=selector, wait=True)
 
-    def retrieve(self, point_ids: Sequence[str], with_vector: bool = False) -> list[Any]:
-        if not point_ids:
-            return []
+    def _engine_retrieve(self, point_ids: list[str], with_vector: bool) -> list[StoredPoint]:
         with _server_errors(self.url):
             records = self.client.retrieve(
                 self.server_name, ids=list(point_ids), with_payload=True, with_vectors=with_vector
@@ -465,7 +438,8 @@ class ServerCollection(Collection):
         rank = {str(pid): i for i, pid in enumerate(point_ids)}
         return [_point(r) for r in sorted(records, key=lambda r: rank.get(str(r.id), len(rank)))]
 
-    def query(self, request: qdrant_edge.QueryRequest) -> list[Any]:
+    def query(self, request: qdrant_edge.QueryRequest) -> list[StoredPoint]:
+        """A scored search, translated to qdrant_client."""
         query, using = to_query(request.query)
         with _server_errors(self.url):
             response = self.client.query_points(
@@ -483,7 +457,8 @@ class ServerCollection(Collection):
             )
         return [_point(p) for p in response.points]
 
-    def scroll(self, request: qdrant_edge.ScrollRequest) -> tuple[list[Any], Any]:
+    def scroll(self, request: qdrant_edge.ScrollRequest) -> tuple[list[StoredPoint], Any]:
+        """One page of points and the offset of the next page (None at the end)."""
         with _server_errors(self.url):
             records, next_offset = self.client.scroll(
                 self.server_name,
@@ -497,6 +472,7 @@ class ServerCollection(Collection):
         return [_point(r) for r in records], next_offset
 
     def count(self, flt: qdrant_edge.Filter | None = None) -> int:
+        """Exact number of points (matching ``flt``)."""
         with _server_errors(self.url):
             return int(self.client.count(self.server_name, count_filter=to_filter(flt), exact=True).count)
 
