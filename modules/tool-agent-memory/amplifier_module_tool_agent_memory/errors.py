@@ -53,3 +53,21 @@ class EmbeddingError(AgentMemoryError):
     """The embedding provider failed (missing model file, server down, ...)."""
 
     kind = "embedding_error"
+
+
+class StorageFullError(AgentMemoryError):
+    """The store's filesystem has less free space than a write safely needs; reads keep working."""
+
+    kind = "storage_full"
+
+
+class ReadOnlyStoreError(AgentMemoryError):
+    """The store is on read-only media (or opened read-only): reads and export work, writes do not."""
+
+    kind = "read_only"
+
+
+class StoreDamagedError(AgentMemoryError):
+    """A store file failed a check (size, header, checksum); the message names it and the repair command."""
+
+    kind = "store_damaged"
