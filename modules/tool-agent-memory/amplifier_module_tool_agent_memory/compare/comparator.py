@@ -48,14 +48,17 @@ _NEGATING_PREFIXES = ("un", "dis", "in", "im", "il", "ir", "non", "de", "anti")
 class CompareSettings:
     """The comparison's parameters (the benchmark tunes them leave-one-domain-out)."""
 
-    synonym: float = 0.5
+    synonym: float = 0.6
     """Word-embedding cosine at which two different words count as the same word."""
-    aligned: float = 0.5
-    """Share of each text's words matched (the smaller share) from which word differences are decided."""
-    same_cosine: float = 0.75
+    aligned: float = 0.6
+    """Share of each text's words accounted for (the smaller of the two) from which the texts count as aligned:
+    their differing words are then a localised substitution or qualifier, decided as a change."""
+    same_cosine: float = 0.8
     """Whole-text cosine a difference-free pair with soft (synonym) matches needs to be decided SAME."""
     different_cosine: float = 0.45
     """Under this whole-text cosine, texts sharing under half their words are about different things."""
+    rewording_cosine: float = 0.8
+    """Whole-text cosine from which a loose rewording (not aligned) with the same values is decided SAME."""
 
 
 @dataclass
@@ -163,6 +166,10 @@ class Comparator:
             detail = "; ".join(d.describe() for d in word_diffs[:3])
             if aligned:
                 return Comparison(Verdict.CHANGED, tuple(word_diffs), cosine, True, detail)
+            if cosine >= s.rewording_cosine:
+                # The differing words cannot be localised to a substitution: the sentence model judges.
+                return Comparison(Verdict.SAME, (), cosine, True,
+                                  f"same values, loose rewording ({share:.0%} of words shared, cosine {cosine:.2f})")
             return Comparison(Verdict.CHANGED, tuple(word_diffs), cosine, False,
                               f"loose rewording ({share:.0%} of words shared), unsure: {detail}")
         soft = bool(side_a.soft or side_b.soft)
@@ -215,11 +222,19 @@ class Comparator:
 
     @staticmethod
     def _said_in(slot: Slot, other: Reading) -> bool:
+        """A quoted phrase, path or identifier the other text spells out in words (no value of its kind there)."""
         if slot.kind not in ("quoted", "path", "identifier"):
             return False
         text = " ".join(re.findall(r"[a-z0-9]+", other.text.lower()))
         value = " ".join(re.findall(r"[a-z0-9]+", slot.text.lower()))
-        return bool(value) and f" {value} " in f" {text} "
+        if value and f" {value} " in f" {text} ":
+            return True
+        if slot.kind == "quoted" or any(s.kind == slot.kind for s in other.slots):
+            return False
+        # "Node.js" / "node", "CONTRIBUTING.md" / "contributing guide": the name without its extension.
+        words = re.findall(r"[a-z]+", slot.text.lower().rsplit(".", 1)[0] if "." in slot.text else slot.text.lower())
+        other_stems = {stem(t) for t in other.tokens if not t.startswith("<")}
+        return bool(words) and all(stem(w) in other_stems for w in words)
 
     # ------------------------------------------------------------------ words
 
@@ -295,9 +310,12 @@ class Comparator:
 
     def _polarity(self, ra: Reading, rb: Reading, side_a: _Side, side_b: _Side) -> list[Difference]:
         out: list[Difference] = []
-        if ra.negations % 2 != rb.negations % 2:
-            out.append(Difference("polarity", "negated" if ra.negations % 2 else "affirmed",
-                                  "negated" if rb.negations % 2 else "affirmed"))
+        keys_a = {it.stem for it in ra.items} | {t for t in ra.tokens if t.startswith("<")}
+        keys_b = {it.stem for it in rb.items} | {t for t in rb.tokens if t.startswith("<")}
+        for key in sorted((ra.negated ^ rb.negated) & keys_a & keys_b):
+            shown = key[1:-1].split(":", 1)[1] if key.startswith("<") else key
+            out.append(Difference("polarity", f"not {shown}" if key in ra.negated else shown,
+                                  f"not {shown}" if key in rb.negated else shown))
         for k, item in enumerate(ra.items):
             if k in side_a.matched and k not in side_a.soft:
                 continue

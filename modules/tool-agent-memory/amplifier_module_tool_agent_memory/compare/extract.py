@@ -23,6 +23,7 @@ from .lexicon import (
     NEGATORS,
     NUMBER_WORDS,
     ORDINALS,
+    PRIVATIVE_VERBS,
     TARGET_BEFORE,
     TIME_UNITS,
     WEEKDAYS,
@@ -68,6 +69,8 @@ class Reading:
     tokens: tuple[str, ...]
     """The lower-cased token stream (slots appear as their key), for roles and acronyms."""
     negations: int
+    negated: frozenset[str] = frozenset()
+    """Keys (stems, or slot tokens) of the items a negator applies to ("not enabled" -> enabl)."""
     roles: dict[str, str] = field(default_factory=dict)
     """token -> "source" | "target" for items the text puts in a from/to role."""
 
@@ -280,6 +283,7 @@ def read(text: str) -> Reading:
         items=tuple(items),
         tokens=tuple(tokens),
         negations=negations,
+        negated=_negated(tokens),
         roles=_roles(tokens),
     )
 
@@ -393,6 +397,29 @@ def _read_number_words(matches: list[re.Match[str]], i: int) -> _Number:
 
 
 # -------------------------------------------------------------------------------- roles
+
+
+def _key(token: str) -> str:
+    return token if token.startswith("<") else stem(token)
+
+
+def _is_content(token: str) -> bool:
+    return token.startswith("<") or (
+        token not in FUNCTION_WORDS and token not in ("->", "not") and token not in PRIVATIVE_VERBS and len(token) > 1
+    )
+
+
+def _negated(tokens: list[str]) -> frozenset[str]:
+    """The item each negator applies to: the next content token within three tokens ("not be enabled")."""
+    out: set[str] = set()
+    for k, t in enumerate(tokens):
+        if t != "not" and t not in PRIVATIVE_VERBS:
+            continue
+        for j in range(k + 1, min(len(tokens), k + 4)):
+            if _is_content(tokens[j]):
+                out.add(_key(tokens[j]))
+                break
+    return frozenset(out)
 
 
 def _roles(tokens: list[str]) -> dict[str, str]:

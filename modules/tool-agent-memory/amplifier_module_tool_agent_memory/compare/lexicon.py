@@ -14,6 +14,7 @@ __all__ = [
     "FUNCTION_WORDS",
     "MONTHS",
     "NEGATORS",
+    "PRIVATIVE_VERBS",
     "NUMBER_WORDS",
     "ORDINALS",
     "SOURCE_AFTER",
@@ -51,7 +52,17 @@ FUNCTION_WORDS = _words(
 
 NEGATORS = _words("not no never without nor none nothing nobody neither cannot can't don't doesn't "
                   "isn't aren't wasn't weren't won't shouldn't mustn't didn't hasn't haven't n't")
-"""Grammatical negation: an odd count of these flips a text's polarity."""
+"""Grammatical negation: each applies to the item right after it ("not enabled")."""
+
+PRIVATIVE_VERBS = _words(
+    "remove removes removed removing delete deletes deleted deleting drop drops dropped dropping "
+    "disable disables disabled disabling stop stops stopped stopping hide hides hid hidden hiding "
+    "cancel cancels cancelled canceling cancelling undo undoes undid revert reverts reverted "
+    "prevent prevents prevented mute mutes muted uninstall uninstalls uninstalled erase erases erased "
+    "forbid forbids forbidden block blocks blocked"
+)
+"""Verbs that take away or negate their object ("remove the limit" reverses "add the limit"):
+the privative counterpart of grammatical negation, general English, applied like a negator."""
 
 NUMBER_WORDS: dict[str, float] = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
@@ -64,7 +75,7 @@ NUMBER_WORDS: dict[str, float] = {
 
 ORDINALS: dict[str, int] = {
     "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
-    "eighth": 8, "ninth": 9, "tenth": 10, "last": -1,
+    "eighth": 8, "ninth": 9, "tenth": 10,
 }
 """Ordinal words ("second" is also a time unit: a number right before it makes it the unit)."""
 
