@@ -6,6 +6,16 @@ import pytest
 
 from amplifier_module_tool_agent_memory.redaction import PATTERNS, redact, redact_fields
 
+
+def fake(alphabet: str, n: int, seed: int = 7) -> str:
+    """A deterministic ``n``-character string over ``alphabet`` (spread out, so it reads as random)."""
+    return "".join(alphabet[(seed + i * 31 + i * i * 7) % len(alphabet)] for i in range(n))
+
+
+ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+HEX = "0123456789abcdef"
+B64 = ALNUM + "+/"
+
 # name -> (text with a secret, the secret itself, a near miss that must be left as it is)
 CASES: dict[str, tuple[str, str, str]] = {
     "private_key": (
@@ -79,6 +89,196 @@ CASES: dict[str, tuple[str, str, str]] = {
         'db password="hunter2-staging"',
         "hunter2-staging",
         "the password policy requires 12 characters; passwords: see the vault",
+    ),
+    "age_secret_key": (
+        f"age key AGE-SECRET-KEY-1{fake('QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L', 58)} in the vault",
+        f"AGE-SECRET-KEY-1{fake('QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L', 58)}",
+        "age keys start with AGE-SECRET-KEY-1 followed by bech32",
+    ),
+    "gitlab_token": (
+        f"push with glpat-{fake(ALNUM, 20)} to the mirror",
+        f"glpat-{fake(ALNUM, 20)}",
+        "GitLab tokens start with glpat- (e.g. glpat-short)",
+    ),
+    "discord_webhook": (
+        f"post to https://discord.com/api/webhooks/112233445566778899/{fake(ALNUM + '_-', 68)} when done",
+        fake(ALNUM + "_-", 68),
+        "see https://discord.com/developers/docs/resources/webhook for webhooks",
+    ),
+    "discord_token": (
+        f"bot token MTA4NjQ5NzQ1NjE2NjQ3NDc0OA.GaBcDe.{fake(ALNUM, 38)}",
+        f"MTA4NjQ5NzQ1NjE2NjQ3NDc0OA.GaBcDe.{fake(ALNUM, 38)}",
+        "Mr. Smith met Ms. Jones at 10.30. Version 2.11.4.final shipped.",
+    ),
+    "telegram_bot_token": (
+        f"bot 7123456789:AA{fake(ALNUM + '_-', 33)} answers",
+        f"7123456789:AA{fake(ALNUM + '_-', 33)}",
+        "call at 12:30 AA meeting room 4096:AAB",
+    ),
+    "sendgrid_api_key": (
+        f"mail via SG.{fake(ALNUM, 22)}.{fake(ALNUM, 43, seed=3)}",
+        f"SG.{fake(ALNUM, 22)}.{fake(ALNUM, 43, seed=3)}",
+        "SG.Wang reviewed the SendGrid docs",
+    ),
+    "twilio_api_key": (
+        f"twilio key SK{fake(HEX, 32)} for sms",
+        f"SK{fake(HEX, 32)}",
+        "SKU-12345 ships from the SK warehouse",
+    ),
+    "npm_token": (
+        f"//registry.npmjs.org/:_authToken npm_{fake(ALNUM, 36)}",
+        f"npm_{fake(ALNUM, 36)}",
+        "set npm_config_registry for the mirror",
+    ),
+    "pypi_token": (
+        f"upload with pypi-AgEIcHlwaS5vcmc{fake(ALNUM + '_-', 60)}",
+        f"pypi-AgEIcHlwaS5vcmc{fake(ALNUM + '_-', 60)}",
+        "install pypi-server and point twine at it",
+    ),
+    "huggingface_token": (
+        f"HF_TOKEN hf_{fake(ALNUM[:52], 34)} for the gated model",
+        f"hf_{fake(ALNUM[:52], 34)}",
+        "call hf_hub_download(repo_id='bert-base-uncased')",
+    ),
+    "digitalocean_token": (
+        f"doctl auth with dop_v1_{fake(HEX, 64)}",
+        f"dop_v1_{fake(HEX, 64)}",
+        "DigitalOcean tokens start with dop_v1_",
+    ),
+    "shopify_token": (
+        f"admin api shpat_{fake(HEX, 32)}",
+        f"shpat_{fake(HEX, 32)}",
+        "Shopify admin tokens start with shpat_",
+    ),
+    "hashicorp_token": (
+        f"VAULT hvs.{fake(ALNUM, 90)}",
+        f"hvs.{fake(ALNUM, 90)}",
+        "vault service tokens start with hvs. these days",
+    ),
+    "atlassian_token": (
+        f"jira ATATT3{fake(ALNUM + '_-=', 186)}",
+        f"ATATT3{fake(ALNUM + '_-=', 186)}",
+        "Atlassian API tokens begin with ATATT3",
+    ),
+    "databricks_token": (
+        f"cluster token dapi{fake(HEX, 32)}",
+        f"dapi{fake(HEX, 32)}",
+        "the dapi prefix marks a Databricks token",
+    ),
+    "linear_api_key": (
+        f"linear lin_api_{fake(ALNUM, 40)}",
+        f"lin_api_{fake(ALNUM, 40)}",
+        "linear keys look like lin_api_...",
+    ),
+    "postman_api_key": (
+        f"postman PMAK-{fake(HEX, 24)}-{fake(HEX, 34, seed=5)}",
+        f"PMAK-{fake(HEX, 24)}-{fake(HEX, 34, seed=5)}",
+        "Postman keys start with PMAK-",
+    ),
+    "doppler_token": (
+        f"doppler dp.pt.{fake(ALNUM, 43)}",
+        f"dp.pt.{fake(ALNUM, 43)}",
+        "the dp.pt. prefix is a Doppler personal token",
+    ),
+    "grafana_token": (
+        f"grafana glsa_{fake(ALNUM, 32)}_{fake(HEX, 8)}",
+        f"glsa_{fake(ALNUM, 32)}_{fake(HEX, 8)}",
+        "service account tokens start with glsa_",
+    ),
+    "newrelic_key": (
+        f"newrelic NRAK-{fake(ALNUM[:36], 27)}",
+        f"NRAK-{fake(ALNUM[:36], 27)}",
+        "New Relic user keys start with NRAK-",
+    ),
+    "docker_hub_token": (
+        f"docker login -p dckr_pat_{fake(ALNUM + '_-', 27)}",
+        f"dckr_pat_{fake(ALNUM + '_-', 27)}",
+        "Docker Hub tokens start with dckr_pat_",
+    ),
+    "sentry_token": (
+        f"SENTRY sntryu_{fake(HEX, 64)}",
+        f"sntryu_{fake(HEX, 64)}",
+        "sentry user tokens start with sntryu_",
+    ),
+    "notion_token": (
+        f"notion ntn_{fake('0123456789', 11)}{fake(ALNUM, 35)}",
+        f"ntn_{fake('0123456789', 11)}{fake(ALNUM, 35)}",
+        "Notion tokens start with ntn_",
+    ),
+    "supabase_token": (
+        f"supabase sbp_{fake(HEX, 40)}",
+        f"sbp_{fake(HEX, 40)}",
+        "Supabase access tokens start with sbp_",
+    ),
+    "ai_provider_key": (
+        f"groq gsk_{fake(ALNUM, 52)}",
+        f"gsk_{fake(ALNUM, 52)}",
+        "Groq keys start with gsk_",
+    ),
+    "mailchimp_api_key": (
+        f"mailchimp {fake(HEX, 32)}-us14",
+        f"{fake(HEX, 32)}-us14",
+        "the en-us locale and the 0123-us route",
+    ),
+    "square_token": (
+        f"square sq0atp-{fake(ALNUM + '_-', 22)}",
+        f"sq0atp-{fake(ALNUM + '_-', 22)}",
+        "Square tokens start with sq0atp-",
+    ),
+    "heroku_token": (
+        f"heroku HRKU-{fake(ALNUM + '_-', 60)}",
+        f"HRKU-{fake(ALNUM + '_-', 60)}",
+        "Heroku tokens start with HRKU-",
+    ),
+    "facebook_access_token": (
+        f"graph api EAACEdEose0cBA{fake(ALNUM, 100)}",
+        f"EAACEdEose0cBA{fake(ALNUM, 100)}",
+        "EAAA and EAAB are grades, not tokens",
+    ),
+    "azure_ad_client_secret": (
+        f"client secret abc8Q~{fake(ALNUM + '_~.-', 34)} for the app",
+        f"abc8Q~{fake(ALNUM + '_~.-', 34)}",
+        "the Q~ sequence alone means nothing",
+    ),
+    "azure_storage_key": (
+        f"DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={fake(B64, 86)}==;EndpointSuffix=core.windows.net",
+        f"{fake(B64, 86)}==",
+        "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=<your key>",
+    ),
+    "azure_sas_signature": (
+        f"https://acme.blob.core.windows.net/c/b.txt?sv=2022-11-02&sr=b&sig={fake(ALNUM, 43)}%3D",
+        f"{fake(ALNUM, 43)}%3D",
+        "https://acme.blob.core.windows.net/c/b.txt?sv=2022-11-02&sig=short",
+    ),
+    "basic_auth": (
+        "curl -H 'Authorization: Basic YWRtaW46czNjcmV0LXBhc3M=' https://api.example.com",
+        "YWRtaW46czNjcmV0LXBhc3M=",
+        "A basic understanding of authentication helps; Basic Authentication is documented",
+    ),
+    "authorization_header": (
+        f"Authorization: Token {fake(HEX, 40)}",
+        fake(HEX, 40),
+        "the Authorization header is required for every call",
+    ),
+    "curl_user": (
+        "curl -u admin:S3cret-pass https://api.example.com",
+        "S3cret-pass",
+        "curl -u admin https://api.example.com prompts for the password",
+    ),
+    "netrc_password": (
+        "machine api.example.com login bob password s3cr3t-pw",
+        "s3cr3t-pw",
+        "machine learning login page password reset",
+    ),
+    "secret_flag": (
+        "mysql --password S3cret!pw -h db.internal",
+        "S3cret!pw",
+        "pass the --password option to be prompted",
+    ),
+    "secret_in_prose": (
+        "for the record my password is Tr0ub4dor&3 on the laptop",
+        "Tr0ub4dor&3",
+        "the password is stored in the vault and the token is refreshed hourly",
     ),
 }
 
