@@ -21,6 +21,7 @@ CACHE_EVENTS: tuple[str, ...] = (
 )
 PLAN_EVENTS: tuple[str, ...] = (
     "plan:hit",
+    "plan:candidate",
     "plan:miss",
     "plan:stored",
     "plan:reward",
