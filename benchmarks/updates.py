@@ -211,7 +211,8 @@ async def main_async(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="updates-bench-") as tmp:
         coordinator = MockCoordinator()
-        cleanup = await agent_memory.mount(coordinator, {"storage_root": tmp, "agent_identity": "updates-bench"})
+        config = {"storage_root": tmp, "agent_identity": "updates-bench", **json.loads(args.config)}
+        cleanup = await agent_memory.mount(coordinator, config)
         tools = Tools(dict(coordinator.mount_points["tools"]))
         try:
             await run_memory(tools, cases)
@@ -244,6 +245,9 @@ async def main_async(args: argparse.Namespace) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--failures", action="store_true", help="list the cases that miss a measure")
+    parser.add_argument(
+        "--config", default="{}", help='module config overrides as JSON, e.g. \'{"memory": {"default_limit": 10}}\''
+    )
     return asyncio.run(main_async(parser.parse_args()))
 
 

@@ -85,7 +85,7 @@ class MemorySearchConfig(_Strict):
 
     default_limit: int = Field(5, ge=1, le=20)
     near_duplicate_threshold: float = Field(
-        0.95, ge=0.5, le=1.0, description="Cosine at or above which a memory of the same kind is a near duplicate."
+        0.7, ge=0.5, le=1.0, description="Cosine at or above which a memory of the same kind is a near duplicate."
     )
 
 

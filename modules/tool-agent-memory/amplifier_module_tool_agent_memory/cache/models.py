@@ -159,14 +159,16 @@ class CacheItem(_Stored):
     version: int
     tokens: int
     session: str = ""
+    # The item that replaced this one (a write that changed its value); set, the item is no longer live.
+    superseded_by: str | None = None
 
     _times_in = field_validator("created_at", "updated_at", "ttl_expires_at", mode="before")(
         classmethod(lambda cls, v: _aware(v))
     )
 
     def alive(self, now: datetime) -> bool:
-        """Not expired at ``now``."""
-        return self.ttl_expires_at is None or self.ttl_expires_at > now
+        """Live at ``now``: not expired and not replaced by a newer item (a replaced one waits for its expiry)."""
+        return self.superseded_by is None and (self.ttl_expires_at is None or self.ttl_expires_at > now)
 
     def payload(self) -> dict[str, Any]:
         """The point payload (no id; ``ttl_expires_at`` left out when the item never expires)."""

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from ..compare import Comparator, Comparison, Verdict
 from ..config import CacheConfig
 from ..embeddings.providers import Embedder
 from ..errors import InvalidInput, NotFound
@@ -46,6 +47,9 @@ if TYPE_CHECKING:
 
 
 logger = logging.getLogger(__name__)
+
+# Live items of the same kind compared with a new one (the nearest first).
+COMPARE_CANDIDATES = 3
 
 CACHE = CollectionSpec(
     "cache",
@@ -106,6 +110,7 @@ class CacheService:
         self.llm = llm
         self._coll: Collection | None = None
         self._embedder: Embedder | None = None
+        self._comparator: Comparator | None = None
         self._touched: set[str] = set()
 
     @property
@@ -381,8 +386,31 @@ class CacheService:
 
     # The tools' operations
 
+    @property
+    def comparator(self) -> Comparator:
+        if self._comparator is None:
+            self._comparator = Comparator(self.embedder)
+        return self._comparator
+
+    def _judge(
+        self, st: ScopeState, content: str, vec: Sequence[float], kind: str, now: datetime
+    ) -> tuple[str, CacheItem, Comparison] | None:
+        """("same" | "changed", the live item, the comparison) for the nearest live items of ``kind``; None: new.
+
+        Live items at least ``dedup_threshold`` similar are compared, nearest first; the first
+        decided restatement or change answers (the comparison decides; the cosine bounds the work).
+        """
+        for item, similarity in self._nearest_same_kind(st, vec, kind, now):
+            if similarity < self.config.dedup_threshold:
+                break
+            comparison = self.comparator.compare(item.content, content, vectors=(st.vecs[item.id].tolist(), vec))
+            if comparison.decided and comparison.verdict is not Verdict.DIFFERENT:
+                return ("same" if comparison.verdict is Verdict.SAME else "changed"), item, comparison
+        return None
+
     def write(self, inp: CacheWriteInput) -> dict[str, Any]:
-        """Append an item to the scope's open block, or merge it into a near-identical live item of its kind."""
+        """Append an item to the scope's open block, merge a restatement into the live item it restates,
+        or replace a live item whose value it changes (the older is marked superseded)."""
         fields, report = redact_fields({"content": inp.content, "file_ref": inp.file_ref or ""})
         content = str(fields["content"])[:MAX_CONTENT_CHARS]
         file_ref = str(fields["file_ref"]) or None
@@ -395,9 +423,13 @@ class CacheService:
             self._sweep(now, self.config.sweep_batch)
             st = self._scope(inp.scope)
             self._touched.add(inp.scope)
-            match = self._nearest_same_kind(st, vec, inp.kind, now)
-            if match is not None and match[1] >= self.config.dedup_threshold:
-                item, similarity = match
+            judged = self._judge(st, content, vec, inp.kind, now)
+            replaced: CacheItem | None = None
+            if judged is not None and judged[0] == "changed":
+                replaced = judged[1]
+            if judged is not None and judged[0] == "same":
+                _, item, comparison = judged
+                similarity = comparison.similarity
                 ttl = inp.ttl_minutes if inp.ttl_minutes is not None else item.ttl_minutes
                 item.importance = min(1.0, round(item.importance + 0.1, 6))
                 item.access_count += 1
@@ -437,7 +469,20 @@ class CacheService:
                 block.token_count += item.tokens
                 block.version = st.version
                 self.coll.set_payload(block.id, {"token_count": block.token_count, "version": block.version})
+                if replaced is not None:
+                    # Kept (until it expires) but no longer live: packs, cache_get and searches skip it.
+                    replaced.superseded_by = item.id
+                    replaced.version = st.bump()
+                    st.changed(replaced.id)
+                    self.coll.set_payload(replaced.id, {"superseded_by": item.id, "version": replaced.version})
+                    self._record_version(st)
                 out = self._write_result(st, block, item, now, merged=False)
+                if replaced is not None and judged is not None:
+                    out["superseded"] = {
+                        "item_id": replaced.id,
+                        "content": replaced.content,
+                        "differences": [d.describe() for d in judged[2].differences],
+                    }
                 if block.token_count >= self.config.close_threshold_tokens:
                     closed_items = st.live_items_of(block.id, now)
                     result = self._close_open_block(st, now)
@@ -461,19 +506,18 @@ class CacheService:
 
     def _nearest_same_kind(
         self, st: ScopeState, vec: Sequence[float], kind: str, now: datetime
-    ) -> tuple[CacheItem, float] | None:
+    ) -> list[tuple[CacheItem, float]]:
+        """The live items of ``kind`` nearest to ``vec`` (at most COMPARE_CANDIDATES), nearest first."""
         if not st.items:
-            return None
+            return []
         rows, sims = st.similarities(vec)
-        best: tuple[CacheItem, float] | None = None
+        found: list[tuple[CacheItem, float]] = []
         for item_id, row in rows.items():
             item = st.items[item_id]
-            if item.kind != kind or not item.alive(now):
-                continue
-            sim = float(sims[row])
-            if best is None or sim > best[1]:
-                best = (item, sim)
-        return best
+            if item.kind == kind and item.alive(now):
+                found.append((item, float(sims[row])))
+        found.sort(key=lambda pair: pair[1], reverse=True)
+        return found[:COMPARE_CANDIDATES]
 
     def _write_result(
         self, st: ScopeState, block: CacheBlock, item: CacheItem, now: datetime, *, merged: bool
@@ -548,7 +592,9 @@ class CacheService:
             st, block = found
             live = st.live_items_of(block.id, now)
             if block.status == "closed" and not live:
-                raise NotFound(f"cache block {block_id} has expired: all its items outlived their TTL")
+                raise NotFound(
+                    f"cache block {block_id} has expired: all its items outlived their TTL or were replaced"
+                )
             for item in live:
                 item.access_count += 1
                 item.ttl_expires_at = self._expiry(now, item.ttl_minutes)

@@ -57,6 +57,12 @@ class MemoryStoreInput(_Input):
     # strict: a JSON true must not pass as importance 1.0
     importance: float = Field(0.5, ge=0.0, le=1.0, strict=True, description="0..1; boosts ranking a little.")
     files: list[FilePath] = Field(default_factory=list, max_length=50, description="Related file paths.")
+    supersedes: str | None = Field(
+        None,
+        max_length=64,
+        description="Id of a memory this one updates (it is kept, marked superseded). Changes are also found "
+        "without it.",
+    )
 
     @field_validator("content")
     @classmethod
@@ -64,6 +70,11 @@ class MemoryStoreInput(_Input):
         if not value.strip():
             raise ValueError("must contain non-whitespace text")
         return value
+
+    @field_validator("supersedes")
+    @classmethod
+    def _supersedes(cls, value: str | None) -> str | None:
+        return None if value is None else check_point_id(value)
 
 
 class MemorySearchInput(_Input):
@@ -80,6 +91,12 @@ class MemorySearchInput(_Input):
     tags: list[Tag] = Field(default_factory=list, max_length=50, description="Only memories with any of these tags.")
     kind: MemoryKind | None = Field(None, description="Only this kind.")
     files: list[FilePath] = Field(default_factory=list, max_length=50, description="Only memories about these files.")
+    # strict: a JSON string "false" must not pass as True
+    include_superseded: bool = Field(
+        True,
+        strict=True,
+        description="Also show memories a newer one replaced (ranked below it, marked superseded_by).",
+    )
 
     @field_validator("query")
     @classmethod
@@ -157,11 +174,18 @@ class MemoryRecord(BaseModel):
     files: list[FilePath] = Field(default_factory=list, max_length=50)
     created_at: datetime
     updated_at: datetime | None = None
+    supersedes: str | None = Field(None, max_length=64)
+    superseded_by: str | None = Field(None, max_length=64)
 
     @field_validator("id")
     @classmethod
     def _uuid(cls, value: str) -> str:
         return check_point_id(value)
+
+    @field_validator("supersedes", "superseded_by")
+    @classmethod
+    def _link(cls, value: str | None) -> str | None:
+        return None if value is None else check_point_id(value)
 
     @field_validator("created_at", "updated_at", mode="before")
     @classmethod

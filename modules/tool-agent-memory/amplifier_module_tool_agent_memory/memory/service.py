@@ -15,11 +15,22 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ..compare import Comparator, Comparison, Verdict
 from ..config import MemorySearchConfig
 from ..embeddings.providers import Embedder
 from ..errors import InvalidInput, NotFound
 from ..redaction import redact_fields
 from ..store.edge import COMPACT_LAYOUT, DENSE, Collection, CollectionSpec, IndexSpec, iso, utc_now
+from .chains import (
+    SUPERSEDED_BY,
+    SUPERSEDES,
+    Member,
+    chain_of,
+    current_first,
+    newest_of,
+    repair_after_forget,
+    unlink,
+)
 from .models import MemoryListInput, MemoryRecord, MemorySearchInput, MemoryStoreInput
 from .ranking import CTX, MEMORY_VECTORS, RetrievalParams, context_text, hybrid_search
 
@@ -48,6 +59,12 @@ _WS = re.compile(r"\s+")
 # the HNSW index is built, checked every INDEX_CHECK_EVERY writes and after every import.
 INDEX_AFTER_UNINDEXED = 10_000
 INDEX_CHECK_EVERY = 500
+# Kinds that state the current value of something: a changed one supersedes the older.
+# Notes are remarks (a conversation's turns differ without replacing each other) and events
+# happened: both merge restatements but are never linked as updates by the comparison.
+UPDATABLE_KINDS = frozenset({"fact", "decision", "preference"})
+# Stored memories of the same kind compared with a new one (the nearest first).
+COMPARE_CANDIDATES = 3
 
 
 def normalise_content(text: str) -> str:
@@ -69,9 +86,29 @@ def public_view(point_id: str, payload: dict[str, Any], score: float | None = No
         "tags": payload.get("tags", []),
         "created_at": payload.get("created_at"),
     }
+    for key in (SUPERSEDES, SUPERSEDED_BY):
+        if payload.get(key):
+            view[key] = payload[key]
     if score is not None:
         view["score"] = round(score, 4)
     return view
+
+
+def _brief(member: Member) -> dict[str, Any]:
+    return {
+        "id": member.id,
+        "content": member.payload.get("content", ""),
+        "created_at": member.payload.get("created_at"),
+    }
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What the comparison made of a new memory: merge into an existing one, supersede one, or neither."""
+
+    merge_into: Member | None = None
+    supersede: Member | None = None
+    comparison: Comparison | None = None
 
 
 @dataclass(frozen=True)
@@ -84,13 +121,24 @@ class StoreOutcome:
     near_duplicate: bool = False
     similarity: float | None = None
     redacted: dict[str, list[str]] | None = None
+    # The memory this one replaced (id, content, created_at, differences).
+    superseded: dict[str, Any] | None = None
 
     def as_output(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "created": self.created, "duplicate": self.duplicate}
         if self.near_duplicate:
             out["near_duplicate"] = True
             out["similarity"] = round(self.similarity or 0.0, 4)
-            out["note"] = "a near-identical memory of this kind existed: its updated_at and importance were refreshed"
+            out["note"] = (
+                "an existing memory of this kind says the same in other words: "
+                "its updated_at and importance were refreshed"
+            )
+        if self.superseded:
+            out["superseded"] = self.superseded
+            out["note"] = (
+                "this replaces an older memory, kept and marked superseded_by (it ranks below this one); "
+                "if they are not the same thing, undo the link with memory_unlink"
+            )
         if self.redacted:
             out["redacted"] = self.redacted
         return out
@@ -114,6 +162,7 @@ class MemoryService:
         self.thread = thread
         self.clock = clock
         self.params = params or RetrievalParams()
+        self.comparator = Comparator(embedder)
         # (seq, content) of this thread's last memory: the next one's context window.
         self._tail: tuple[int, str] | None = None
         self._tail_loaded = False
@@ -154,20 +203,79 @@ class MemoryService:
         records, _ = self.coll.scroll(qe.ScrollRequest(limit=1, filter=flt, with_payload=False))
         return str(records[0].id) if records else None
 
-    def _nearest_same_kind(self, vec: list[float], kind: str) -> tuple[str, float, dict[str, Any]] | None:
+    def _nearest_same_kind(self, vec: list[float], kind: str) -> list[tuple[Member, float, list[float]]]:
+        """The stored memories of ``kind`` nearest to ``vec``: (memory, cosine, its dense vector), nearest first."""
         import qdrant_edge as qe
 
         flt = qe.Filter(must=[qe.FieldCondition("kind", match=qe.MatchValue(kind))])
         points = self.coll.query(
-            qe.QueryRequest(limit=1, query=qe.Query.Nearest(vec, using=DENSE), filter=flt, with_payload=True)
+            qe.QueryRequest(
+                limit=COMPARE_CANDIDATES,
+                query=qe.Query.Nearest(vec, using=DENSE),
+                filter=flt,
+                with_payload=True,
+                with_vector=[DENSE],
+            )
         )
-        if not points:
-            return None
-        p = points[0]
-        return str(p.id), float(p.score), dict(p.payload or {})
+        found = []
+        for p in points:
+            vector = (p.vector or {}).get(DENSE) if isinstance(p.vector, dict) else None
+            found.append((Member(str(p.id), dict(p.payload or {})), float(p.score), list(vector or [])))
+        return found
+
+    def _with_stored_vector(
+        self, memory_id: str, vec: list[float]
+    ) -> tuple[list[float], list[float]] | None:
+        """(the stored dense vector of ``memory_id``, ``vec``): the comparison then embeds nothing."""
+        records = self.coll.retrieve([memory_id], with_vector=True)
+        vector = records[0].vector if records else None
+        stored = vector.get(DENSE) if isinstance(vector, dict) else None
+        return (list(stored), vec) if stored else None
+
+    def _compare(self, older: Member, content: str, vectors: tuple[list[float], list[float]] | None) -> Comparison:
+        return self.comparator.compare(str(older.payload.get("content", "")), content, vectors=vectors)
+
+    def _judge(self, content: str, vec: list[float], kind: str) -> Judgement:
+        """Compare a new memory with the nearest stored ones of its kind: restatement, change, or neither.
+
+        Memories at least ``near_duplicate_threshold`` similar are compared, nearest first, and
+        the first decided restatement or change answers (the comparison decides; the cosine
+        only bounds the work). A memory that was already replaced stands for its chain: the
+        new one is compared with the newest of that chain, so a restatement of the current
+        value merges into it, and a value changed back (100 -> 200 -> 100) is a change.
+        """
+        for member, similarity, stored_vec in self._nearest_same_kind(vec, kind):
+            if similarity < self.config.near_duplicate_threshold:
+                break
+            comparison = self._compare(member, content, (stored_vec, vec) if stored_vec else None)
+            if not comparison.decided or comparison.verdict is Verdict.DIFFERENT:
+                continue
+            newest = newest_of(self.coll, member.id, member.payload) if member.payload.get(SUPERSEDED_BY) else member
+            if newest.id != member.id:
+                comparison = self._compare(newest, content, self._with_stored_vector(newest.id, vec))
+                if not comparison.decided or comparison.verdict is Verdict.DIFFERENT:
+                    continue
+            if comparison.verdict is Verdict.SAME:
+                return Judgement(merge_into=newest, comparison=comparison)
+            if kind in UPDATABLE_KINDS:
+                return Judgement(supersede=newest, comparison=comparison)
+        return Judgement()
+
+    def _declared(self, older_id: str, kind: str) -> Member:
+        """The memory a declared update replaces: the newest of ``older_id``'s chain."""
+        records = self.coll.retrieve([older_id])
+        if not records:
+            raise NotFound(f"field 'supersedes': no memory with id {older_id} for this identity")
+        older = Member(str(records[0].id), dict(records[0].payload or {}))
+        if "event" in (kind, older.payload.get("kind")):
+            raise InvalidInput(
+                "field 'supersedes': events happened and are never superseded, nor supersede anything "
+                f"(memory {older_id} is a {older.payload.get('kind', 'note')}, this one a {kind})"
+            )
+        return newest_of(self.coll, older.id, older.payload)
 
     def store(self, inp: MemoryStoreInput) -> StoreOutcome:
-        """Redact, deduplicate (exact, then near), embed and write one memory."""
+        """Redact, deduplicate (exact, then by comparison), embed and write one memory; link it to what it replaces."""
         fields, report = redact_fields({"content": inp.content, "tags": inp.tags, "files": inp.files})
         content = str(fields["content"])
         tags = list(dict.fromkeys(fields["tags"]))
@@ -177,6 +285,8 @@ class MemoryService:
             existing = self._find_by_hash(digest)
             if existing is not None:
                 return StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
+            if inp.supersedes is not None:
+                self._declared(inp.supersedes, inp.kind)  # refuse a bad target before embedding anything
         with self._tail_lock:
             return self._store_new(inp, content, tags, files, digest, report)
 
@@ -191,20 +301,35 @@ class MemoryService:
     ) -> StoreOutcome:
         tail = self._thread_tail()
         vectors = self._vectors(content, context_text(content, tail[1] if tail else None))
+        # Judged outside the store lock (the comparison may embed words); what it points at is
+        # checked again under the lock.
+        judgement = Judgement() if inp.supersedes is not None else self._judge(content, vectors[DENSE], inp.kind)
         with self.coll.lock:
             # Checked again under the lock: another session may have stored it meanwhile.
             existing = self._find_by_hash(digest)
             if existing is not None:
                 return StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
-            near = self._nearest_same_kind(vectors[DENSE], inp.kind)
             now = iso(self.clock())
-            if near is not None and near[1] >= self.config.near_duplicate_threshold:
-                near_id, similarity, payload = near
-                importance = max(float(payload.get("importance", 0.5)), inp.importance)
-                self.coll.set_payload(near_id, {"updated_at": now, "importance": importance})
+            target = judgement.merge_into
+            if target is not None and self.coll.retrieve([target.id]):
+                importance = max(float(target.payload.get("importance", 0.5)), inp.importance)
+                self.coll.set_payload(target.id, {"updated_at": now, "importance": importance})
+                similarity = judgement.comparison.similarity if judgement.comparison else None
                 return StoreOutcome(
-                    near_id, created=False, near_duplicate=True, similarity=similarity, redacted=report or None
+                    target.id,
+                    created=False,
+                    duplicate=True,
+                    near_duplicate=True,
+                    similarity=similarity,
+                    redacted=report or None,
                 )
+            older: Member | None = None
+            if inp.supersedes is not None:
+                older = self._declared(inp.supersedes, inp.kind)
+            elif judgement.supersede is not None:
+                stored = self.coll.retrieve([judgement.supersede.id])
+                if stored:
+                    older = newest_of(self.coll, judgement.supersede.id, dict(stored[0].payload or {}))
             memory_id = str(uuid.uuid4())
             seq = tail[0] + 1 if tail else 0
             payload = {
@@ -220,13 +345,24 @@ class MemoryService:
                 "thread": self.thread,
                 "seq": seq,
             }
+            if older is not None:
+                payload[SUPERSEDES] = older.id
             self.coll.upsert([(memory_id, vectors, payload)])
+            if older is not None:
+                self.coll.set_payload(older.id, {SUPERSEDED_BY: memory_id})
             self._tail = (seq, content)
         self._writes_since_check += 1
         if self._writes_since_check >= INDEX_CHECK_EVERY:
             self._writes_since_check = 0
             self.coll.index_if_needed(INDEX_AFTER_UNINDEXED)
-        return StoreOutcome(memory_id, created=True, redacted=report or None)
+        superseded = None
+        if older is not None:
+            superseded = _brief(older)
+            if inp.supersedes is not None:
+                superseded["declared"] = True
+            elif judgement.comparison is not None:
+                superseded["differences"] = [d.describe() for d in judgement.comparison.differences]
+        return StoreOutcome(memory_id, created=True, redacted=report or None, superseded=superseded)
 
     def _filter(self, inp: MemorySearchInput) -> qdrant_edge.Filter | None:
         import qdrant_edge as qe
@@ -255,7 +391,11 @@ class MemoryService:
             raise InvalidInput("field 'since' must not be later than field 'until'")
         limit = inp.limit or self.config.default_limit
         vec = self.embedder.embed_query(inp.query)
-        hits = hybrid_search(self.coll, inp.query, vec, limit, self._filter(inp), self.clock(), self.params)
+        # Twice the limit is read so that dropping superseded memories (include_superseded=false)
+        # still fills the page; the first `limit` of the longer list are the same memories.
+        flt = self._filter(inp)
+        hits = hybrid_search(self.coll, inp.query, vec, 2 * limit, flt, self.clock(), self.params)
+        hits = current_first(self.coll, hits, inp.include_superseded, add_newest=flt is None)[:limit]
         return [public_view(h.id, h.payload, h.score) for h in hits]
 
     def get(self, memory_id: str) -> dict[str, Any]:
@@ -263,7 +403,26 @@ class MemoryService:
         records = self.coll.retrieve([memory_id])
         if not records:
             raise NotFound(f"no memory with id {memory_id} for this identity")
-        return self._full(str(records[0].id), dict(records[0].payload or {}))
+        point_id, payload = str(records[0].id), dict(records[0].payload or {})
+        view = self._full(point_id, payload)
+        if payload.get(SUPERSEDES) or payload.get(SUPERSEDED_BY):
+            view["chain"] = [_brief(m) for m in chain_of(self.coll, point_id, payload)]
+        return view
+
+    def unlink(self, memory_id: str) -> dict[str, Any]:
+        """Undo a link: ``memory_id`` no longer supersedes anything; the memory it replaced is current again."""
+        with self.coll.lock:
+            records = self.coll.retrieve([memory_id])
+            if not records:
+                raise NotFound(f"no memory with id {memory_id} for this identity")
+            payload = dict(records[0].payload or {})
+            older = payload.get(SUPERSEDES)
+            if not older:
+                successor = payload.get(SUPERSEDED_BY)
+                hint = f"; to detach it from its replacement, unlink {successor}" if successor else ""
+                raise InvalidInput(f"field 'id': memory {memory_id} supersedes nothing{hint}")
+            unlink(self.coll, memory_id, str(older))
+        return {"unlinked": {"id": memory_id, "supersedes": str(older)}}
 
     @staticmethod
     def _full(point_id: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -290,6 +449,7 @@ class MemoryService:
             payload = dict(records[0].payload or {})
             deleted = self._full(memory_id, payload)
             self.coll.delete([memory_id])
+            repair_after_forget(self.coll, payload)
             thread, seq = payload.get("thread"), payload.get("seq")
             if thread is None or not isinstance(seq, int):
                 return deleted
@@ -365,6 +525,8 @@ class MemoryService:
                     files=p.get("files", []),
                     created_at=p["created_at"],
                     updated_at=p.get("updated_at"),
+                    supersedes=p.get(SUPERSEDES),
+                    superseded_by=p.get(SUPERSEDED_BY),
                 )
             if offset is None:
                 return
@@ -394,6 +556,12 @@ class MemoryService:
                         "updated_at": iso(rec.updated_at) if rec.updated_at else created,
                         "thread": thread,
                         "seq": start + offset,
+                        # Links travel with the records: an export and its import keep every chain.
+                        **{
+                            key: value
+                            for key, value in ((SUPERSEDES, rec.supersedes), (SUPERSEDED_BY, rec.superseded_by))
+                            if value
+                        },
                     }
                 )
                 prev = content

@@ -12,7 +12,8 @@ def _store(rt: AgentMemory, args: MemoryStoreInput) -> Outcome:
     return Outcome(
         outcome.as_output(),
         {"ids": [outcome.id], "count": 1 if outcome.created else 0, "duplicate": outcome.duplicate,
-         "near_duplicate": outcome.near_duplicate, "redacted": sorted(outcome.redacted or {})},
+         "near_duplicate": outcome.near_duplicate, "redacted": sorted(outcome.redacted or {}),
+         "superseded": outcome.superseded["id"] if outcome.superseded else None},
     )
 
 
@@ -32,6 +33,11 @@ def _forget(rt: AgentMemory, args: MemoryIdInput) -> Outcome:
     return Outcome({"deleted": deleted}, {"ids": [args.id], "count": 1})
 
 
+def _unlink(rt: AgentMemory, args: MemoryIdInput) -> Outcome:
+    out = rt.memory().unlink(args.id)
+    return Outcome(out, {"ids": [args.id, out["unlinked"]["supersedes"]], "count": 1})
+
+
 def _list(rt: AgentMemory, args: MemoryListInput) -> Outcome:
     page = rt.memory().list(args)
     return Outcome(page, {"ids": [m["id"] for m in page["memories"]], "count": page["count"]})
@@ -43,7 +49,8 @@ def memory_tools(rt: AgentMemory) -> list[AgentMemoryTool]:
         AgentMemoryTool(
             rt, "memory_store",
             "Save a durable memory (fact, decision, note, preference, event) for later sessions. "
-            "Secrets are redacted; duplicates are merged.",
+            "Secrets are redacted; restatements merge; a changed fact, decision or preference is stored and "
+            "supersedes the older one (the answer shows it).",
             MemoryStoreInput, _store, "memory:stored",
         ),
         AgentMemoryTool(
@@ -51,10 +58,18 @@ def memory_tools(rt: AgentMemory) -> list[AgentMemoryTool]:
             "Find relevant long-term memories by meaning and keywords; filter by time, tags, kind or files.",
             MemorySearchInput, _search, "memory:searched",
         ),
-        AgentMemoryTool(rt, "memory_get", "Read one memory in full by id.", MemoryIdInput, _get, "memory:read"),
+        AgentMemoryTool(
+            rt, "memory_get", "Read one memory in full by id, with its chain of updates.",
+            MemoryIdInput, _get, "memory:read",
+        ),
         AgentMemoryTool(
             rt, "memory_forget", "Delete one memory by id; returns what was deleted.",
             MemoryIdInput, _forget, "memory:forgotten",
+        ),
+        AgentMemoryTool(
+            rt, "memory_unlink",
+            "Undo a wrong update link: the memory no longer supersedes the one it replaced (both stay).",
+            MemoryIdInput, _unlink, "memory:unlinked",
         ),
         AgentMemoryTool(
             rt, "memory_list", "List memories newest first, paged with `before`.",

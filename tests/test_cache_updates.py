@@ -1,0 +1,97 @@
+"""Working-memory cache: a write that changes a live item's value replaces it (issue 9).
+
+The newer item is written (never merged into the older); the older is marked superseded
+until it expires and no longer appears in packs, cache_get or cache_search, so a pack never
+holds both values of one fact. A restatement still merges. Real engine, real model; none of
+these texts is in the shared dev files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from cache_helpers import cache_service, note, pack, packed_texts, search
+from memory_helpers import ManualClock
+
+from amplifier_module_tool_agent_memory.runtime import AgentMemory
+
+LIMIT_10 = "The tenant export limit is 10 GB per day."
+LIMIT_25 = "The tenant export limit is 25 GB per day."
+LIMIT_AGAIN = "The export limit for a tenant is 10 GB per day."
+
+
+def test_a_changed_value_is_written_as_a_new_item(make_runtime: Callable[..., AgentMemory]) -> None:
+    svc = cache_service(make_runtime, ManualClock())
+    old = note(svc, LIMIT_10)
+    new = note(svc, LIMIT_25)
+    assert new["merged"] is False and new["item_id"] != old["item_id"]
+    assert (new["superseded"]["item_id"], new["superseded"]["content"]) == (old["item_id"], LIMIT_10)
+    assert new["superseded"]["differences"]
+
+
+def test_the_pack_holds_only_the_newer_value(make_runtime: Callable[..., AgentMemory]) -> None:
+    svc = cache_service(make_runtime, ManualClock())
+    note(svc, LIMIT_10)
+    note(svc, LIMIT_25)
+    assert packed_texts(pack(svc)) == [LIMIT_25]
+    assert packed_texts(pack(svc, query="tenant export limit")) == [LIMIT_25]
+
+
+def test_cache_get_shows_only_the_newer_value(make_runtime: Callable[..., AgentMemory]) -> None:
+    svc = cache_service(make_runtime, ManualClock())
+    old = note(svc, LIMIT_10)
+    note(svc, LIMIT_25)
+    assert [it["content"] for it in svc.get(old["block_id"])["items"]] == [LIMIT_25]
+
+
+def test_a_closed_block_with_the_older_value_drops_it_from_its_summary(
+    make_runtime: Callable[..., AgentMemory],
+) -> None:
+    svc = cache_service(make_runtime, ManualClock())
+    old = note(svc, LIMIT_10)
+    note(svc, "The export worker runs in the batch queue.")
+    svc.compact("default")
+    note(svc, LIMIT_25)
+    closed = svc.get(old["block_id"])
+    assert [it["content"] for it in closed["items"]] == ["The export worker runs in the batch queue."]
+    assert "10 GB" not in closed["summary"]
+    assert all("10 GB" not in hit["summary"] for hit in search(svc, "tenant export limit"))
+
+
+def test_the_older_item_is_kept_until_it_expires(make_runtime: Callable[..., AgentMemory]) -> None:
+    clock = ManualClock()
+    svc = cache_service(make_runtime, clock)
+    old = note(svc, LIMIT_10, ttl_minutes=10)
+    note(svc, LIMIT_25, ttl_minutes=60)
+    stored = svc.coll.retrieve([old["item_id"]])
+    assert stored and (stored[0].payload or {}).get("superseded_by")
+    clock.advance(minutes=11)
+    assert svc.sweep_expired() == 1
+    assert svc.coll.retrieve([old["item_id"]]) == []
+
+
+def test_a_delta_pack_after_a_change_holds_the_newer_value(make_runtime: Callable[..., AgentMemory]) -> None:
+    svc = cache_service(make_runtime, ManualClock())
+    note(svc, LIMIT_10)
+    version = pack(svc)["version"]
+    note(svc, LIMIT_25)
+    assert packed_texts(pack(svc, since_version=version)) == [LIMIT_25]
+
+
+def test_the_replacement_survives_a_reopen(make_runtime: Callable[..., AgentMemory]) -> None:
+    clock = ManualClock()
+    first = make_runtime()
+    first.clock = clock
+    note(first.cache(), LIMIT_10)
+    note(first.cache(), LIMIT_25)
+    first.close()  # the last reference: the store is flushed and closed, as at process exit
+    reopened = cache_service(make_runtime, clock)
+    assert packed_texts(pack(reopened)) == [LIMIT_25]
+
+
+def test_a_restatement_still_merges(make_runtime: Callable[..., AgentMemory]) -> None:
+    svc = cache_service(make_runtime, ManualClock())
+    first = note(svc, LIMIT_10)
+    again = note(svc, LIMIT_AGAIN)
+    assert again["merged"] is True and again["item_id"] == first["item_id"]
+    assert packed_texts(pack(svc)) == [LIMIT_10]

@@ -1,0 +1,222 @@
+"""Long-term memory keeps every change of a fact (issue 9).
+
+A changed fact is stored and linked to the one it replaces (``supersedes`` /
+``superseded_by``); the older stays readable and ranks below the newer; a restatement
+merges; a distinct fact stays independent; events are never superseded; forgetting inside a
+chain repairs it; a declared update links without asking the comparison, and a wrong link
+can be undone with ``memory_unlink``. Real engine, real model; none of these texts is in the
+shared dev files.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory_helpers import ManualClock, error_of, output_of
+
+VPN_50 = "The VPN gateway allows 50 concurrent connections."
+VPN_80 = "The VPN gateway allows 80 concurrent connections."
+VPN_120 = "The VPN gateway allows 120 concurrent connections."
+VPN_QUERY = "How many concurrent connections does the VPN gateway allow?"
+FONT_OLD = "The design system uses Inter as its body font."
+FONT_NEW = "The design system uses Source Sans as its body font."
+NGINX_TIMEOUT = "The nginx proxy read timeout is 60 seconds."
+DB_TIMEOUT = "The database statement timeout is 60 seconds."
+CERT = "The VPN certificate check runs every night at 2 am."
+CERT_AGAIN = "Every night at 2 am the VPN certificate check runs."
+ROLLOUT_1 = "Rolled out nginx 1.25 to the edge servers."
+ROLLOUT_2 = "Rolled out nginx 1.26 to the edge servers."
+
+
+async def store(tools: dict[str, Any], content: str, **fields: Any) -> dict[str, Any]:
+    return output_of(await tools["memory_store"].execute({"content": content, "kind": "fact", **fields}))
+
+
+async def get(tools: dict[str, Any], memory_id: str) -> dict[str, Any]:
+    return dict(output_of(await tools["memory_get"].execute({"id": memory_id}))["memory"])
+
+
+async def search(tools: dict[str, Any], query: str, **fields: Any) -> list[dict[str, Any]]:
+    return list(output_of(await tools["memory_search"].execute({"query": query, **fields}))["results"])
+
+
+async def chain_of_three(tools: dict[str, Any], clock: ManualClock) -> tuple[str, str, str]:
+    a = await store(tools, VPN_50)
+    clock.advance(days=1)
+    b = await store(tools, VPN_80)
+    clock.advance(days=1)
+    c = await store(tools, VPN_120)
+    return str(a["id"]), str(b["id"]), str(c["id"])
+
+
+# A changed fact is stored and linked
+
+
+async def test_a_changed_fact_is_stored_and_answers_what_it_superseded(timed_tools: dict[str, Any]) -> None:
+    old = await store(timed_tools, VPN_50)
+    new = await store(timed_tools, VPN_80)
+    assert new["created"] is True and new["id"] != old["id"]
+    assert new["superseded"]["id"] == old["id"]
+    assert new["superseded"]["content"] == VPN_50
+    assert new["superseded"]["differences"]
+
+
+async def test_a_chain_of_changes_links_each_to_the_previous(timed_tools: dict[str, Any], clock: ManualClock) -> None:
+    a, b, c = await chain_of_three(timed_tools, clock)
+    middle = await get(timed_tools, b)
+    assert (middle["supersedes"], middle["superseded_by"]) == (a, c)
+    assert [m["id"] for m in middle["chain"]] == [a, b, c]
+
+
+async def test_the_oldest_of_a_chain_stays_readable_with_its_chain(
+    timed_tools: dict[str, Any], clock: ManualClock
+) -> None:
+    a, b, _ = await chain_of_three(timed_tools, clock)
+    oldest = await get(timed_tools, a)
+    assert oldest["content"] == VPN_50
+    assert oldest["superseded_by"] == b
+    assert [m["content"] for m in oldest["chain"]] == [VPN_50, VPN_80, VPN_120]
+
+
+async def test_the_newest_of_a_chain_ranks_first(timed_tools: dict[str, Any], clock: ManualClock) -> None:
+    await chain_of_three(timed_tools, clock)
+    results = await search(timed_tools, VPN_QUERY)
+    assert results[0]["content"] == VPN_120
+    assert "superseded_by" not in results[0]
+
+
+async def test_superseded_memories_are_shown_below_and_marked(
+    timed_tools: dict[str, Any], clock: ManualClock
+) -> None:
+    a, b, c = await chain_of_three(timed_tools, clock)
+    results = await search(timed_tools, VPN_QUERY)
+    by_id = {r["id"]: r for r in results}
+    assert by_id[a]["superseded_by"] == b and by_id[b]["superseded_by"] == c
+    order = [r["id"] for r in results]
+    assert order.index(c) < order.index(b) and order.index(c) < order.index(a)
+
+
+async def test_include_superseded_false_hides_older_versions(
+    timed_tools: dict[str, Any], clock: ManualClock
+) -> None:
+    _, _, c = await chain_of_three(timed_tools, clock)
+    results = await search(timed_tools, VPN_QUERY, include_superseded=False)
+    assert [r["id"] for r in results if "VPN gateway" in r["content"]] == [c]
+
+
+async def test_a_search_matching_only_the_old_wording_brings_the_newer_above_it(timed_tools: dict[str, Any]) -> None:
+    old = await store(timed_tools, FONT_OLD)
+    new = await store(timed_tools, FONT_NEW)
+    assert new["superseded"]["id"] == old["id"]
+    order = [r["id"] for r in await search(timed_tools, "Inter body font")]
+    assert new["id"] in order and order.index(new["id"]) < order.index(old["id"])
+
+
+# Restatements, distinct facts and events
+
+
+async def test_a_restatement_merges_into_the_existing_memory(tools: dict[str, Any]) -> None:
+    first = await store(tools, CERT)
+    again = await store(tools, CERT_AGAIN)
+    assert (again["id"], again["created"], again["duplicate"]) == (first["id"], False, True)
+    assert "superseded" not in again
+    assert output_of(await tools["memory_list"].execute({}))["count"] == 1
+
+
+async def test_a_distinct_fact_with_the_same_value_stays_independent(tools: dict[str, Any]) -> None:
+    nginx = await store(tools, NGINX_TIMEOUT)
+    db = await store(tools, DB_TIMEOUT)
+    assert db["created"] is True and "superseded" not in db
+    assert "superseded_by" not in await get(tools, nginx["id"])
+    assert (await search(tools, "nginx proxy read timeout"))[0]["id"] == nginx["id"]
+    assert (await search(tools, "database statement timeout"))[0]["id"] == db["id"]
+
+
+async def test_events_are_never_superseded(tools: dict[str, Any]) -> None:
+    first = await store(tools, ROLLOUT_1, kind="event")
+    second = await store(tools, ROLLOUT_2, kind="event")
+    assert second["created"] is True and "superseded" not in second
+    assert "superseded_by" not in await get(tools, first["id"])
+
+
+async def test_an_event_cannot_be_declared_superseded(tools: dict[str, Any]) -> None:
+    event = await store(tools, ROLLOUT_1, kind="event")
+    err = error_of(await tools["memory_store"].execute({"content": ROLLOUT_2, "supersedes": event["id"]}))
+    assert err["type"] == "invalid_input" and "event" in err["message"]
+    assert output_of(await tools["memory_list"].execute({}))["count"] == 1
+
+
+# Forgetting inside a chain
+
+
+async def test_forgetting_the_middle_of_a_chain_links_its_neighbours(
+    timed_tools: dict[str, Any], clock: ManualClock
+) -> None:
+    a, b, c = await chain_of_three(timed_tools, clock)
+    output_of(await timed_tools["memory_forget"].execute({"id": b}))
+    assert (await get(timed_tools, a))["superseded_by"] == c
+    newest = await get(timed_tools, c)
+    assert newest["supersedes"] == a
+    assert [m["id"] for m in newest["chain"]] == [a, c]
+
+
+async def test_forgetting_the_newest_makes_the_previous_current_again(
+    timed_tools: dict[str, Any], clock: ManualClock
+) -> None:
+    _, b, c = await chain_of_three(timed_tools, clock)
+    output_of(await timed_tools["memory_forget"].execute({"id": c}))
+    assert "superseded_by" not in await get(timed_tools, b)
+    assert (await search(timed_tools, VPN_QUERY))[0]["id"] == b
+
+
+async def test_forgetting_the_oldest_leaves_the_rest_of_the_chain(
+    timed_tools: dict[str, Any], clock: ManualClock
+) -> None:
+    a, b, c = await chain_of_three(timed_tools, clock)
+    output_of(await timed_tools["memory_forget"].execute({"id": a}))
+    middle = await get(timed_tools, b)
+    assert "supersedes" not in middle and middle["superseded_by"] == c
+
+
+# Declared updates and undo
+
+
+async def test_a_declared_update_links_to_the_memory_it_names(tools: dict[str, Any]) -> None:
+    old = await store(tools, "The team standup is in the Kanban corner.")
+    new = await store(tools, "Standups now happen on video, not in person.", supersedes=old["id"])
+    assert new["created"] is True and new["superseded"]["id"] == old["id"]
+    assert (await get(tools, old["id"]))["superseded_by"] == new["id"]
+
+
+async def test_declaring_an_unknown_memory_is_refused_and_stores_nothing(tools: dict[str, Any]) -> None:
+    err = error_of(
+        await tools["memory_store"].execute(
+            {"content": VPN_80, "supersedes": "00000000-0000-4000-8000-000000000000"}
+        )
+    )
+    assert err["type"] == "not_found"
+    assert output_of(await tools["memory_list"].execute({}))["count"] == 0
+
+
+async def test_declaring_a_superseded_memory_links_to_the_newest_of_its_chain(
+    timed_tools: dict[str, Any], clock: ManualClock
+) -> None:
+    a, _, c = await chain_of_three(timed_tools, clock)
+    clock.advance(days=1)
+    d = await store(timed_tools, "The VPN gateway connection cap was removed.", supersedes=a)
+    assert d["superseded"]["id"] == c
+
+
+async def test_unlink_makes_the_older_memory_current_again(tools: dict[str, Any]) -> None:
+    old = await store(tools, VPN_50)
+    new = await store(tools, VPN_80)
+    out = output_of(await tools["memory_unlink"].execute({"id": new["id"]}))
+    assert out["unlinked"] == {"id": new["id"], "supersedes": old["id"]}
+    assert "superseded_by" not in await get(tools, old["id"])
+    assert "supersedes" not in await get(tools, new["id"])
+
+
+async def test_unlink_of_a_memory_that_supersedes_nothing_is_a_clear_error(tools: dict[str, Any]) -> None:
+    only = await store(tools, VPN_50)
+    err = error_of(await tools["memory_unlink"].execute({"id": only["id"]}))
+    assert err["type"] == "invalid_input" and "supersedes nothing" in err["message"]
