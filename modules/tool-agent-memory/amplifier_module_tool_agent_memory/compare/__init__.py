@@ -15,8 +15,8 @@ from .words import ModelWordVectors, StaticWordVectors, WordSimilarity, default_
 
 __all__ = [
     "DIFFERENCE_KINDS",
-    "CompareSettings",
     "Comparator",
+    "CompareSettings",
     "Comparison",
     "Difference",
     "ModelWordVectors",

@@ -38,7 +38,7 @@ from .lexicon import FUNCTION_WORDS
 from .types import Comparison, Difference, Verdict
 from .words import WordSimilarity, default_word_similarity
 
-__all__ = ["CompareSettings", "Comparator"]
+__all__ = ["Comparator", "CompareSettings"]
 
 _NEGATING_PREFIXES = ("un", "dis", "in", "im", "il", "ir", "non", "de", "anti")
 """English negating/reversing prefixes (morphology): "disable" is "enable" negated."""
@@ -132,11 +132,13 @@ class Comparator:
 
         ``vectors`` are the two texts' sentence vectors when the caller has them (no re-embedding).
         """
+        pair: tuple[Sequence[float], Sequence[float]]
         if vectors is None:
             va, vb = self.embedder.embed_documents([a, b])
+            pair = (va, vb)
         else:
-            va, vb = vectors
-        cosine = _cosine(va, vb)
+            pair = vectors
+        cosine = _cosine(*pair)
         return self.judge(a, b, cosine)
 
     def judge(self, a: str, b: str, cosine: float) -> Comparison:
@@ -199,12 +201,12 @@ class Comparator:
         left_a = [s for s in left_a if not self._said_in(s, rb)]
         left_b = [s for s in left_b if not self._said_in(s, ra)]
         for sa in list(left_a):
-            sb = next((x for x in left_b if _comparable(sa, x)), None)
-            if sb is None:
+            other = next((x for x in left_b if _comparable(sa, x)), None)
+            if other is None:
                 continue
             left_a.remove(sa)
-            left_b.remove(sb)
-            out.append(_value_difference(sa, sb))
+            left_b.remove(other)
+            out.append(_value_difference(sa, other))
         for sa in left_a:
             if sa.kind != "quoted":
                 out.append(Difference(_kind(sa), _show(sa), None))
@@ -286,6 +288,9 @@ class Comparator:
         ):
             return True
         surface = _surface(item).replace("_", "")
+        if item.kind == "identifier":
+            # A code name is accounted for by itself or by all its parts, never by a prefix of it.
+            return False
         for o in other_surfaces:
             if _slip(surface, o):
                 return True
@@ -312,8 +317,9 @@ class Comparator:
         out: list[Difference] = []
         keys_a = {it.stem for it in ra.items} | {t for t in ra.tokens if t.startswith("<")}
         keys_b = {it.stem for it in rb.items} | {t for t in rb.tokens if t.startswith("<")}
+        surfaces = {it.stem: it.text for it in (*ra.items, *rb.items)}
         for key in sorted((ra.negated ^ rb.negated) & keys_a & keys_b):
-            shown = key[1:-1].split(":", 1)[1] if key.startswith("<") else key
+            shown = key[1:-1].split(":", 1)[1] if key.startswith("<") else surfaces.get(key, key)
             out.append(Difference("polarity", f"not {shown}" if key in ra.negated else shown,
                                   f"not {shown}" if key in rb.negated else shown))
         for k, item in enumerate(ra.items):

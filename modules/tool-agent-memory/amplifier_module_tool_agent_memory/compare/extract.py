@@ -80,7 +80,7 @@ class Reading:
 
 @lru_cache(maxsize=1)
 def _stemmer() -> Any:
-    from py_rust_stemmers import SnowballStemmer  # type: ignore[import-not-found]
+    from py_rust_stemmers import SnowballStemmer  # type: ignore[import-untyped]
 
     return SnowballStemmer("english")
 
@@ -271,7 +271,7 @@ def read(text: str) -> Reading:
                 base = low.removesuffix("'s")
                 tokens.append(base)
                 if base not in FUNCTION_WORDS and not (len(base) == 1 and base not in "xyz"):
-                    name = raw[:1].isupper() and not _is_sentence_start(text, m.start()) or (
+                    name = (raw[:1].isupper() and not _is_sentence_start(text, m.start())) or (
                         raw.isupper() and len(raw) > 1
                     )
                     items.append(Item("word", raw, stem(base), len(tokens) - 1, name=bool(name)))
@@ -307,6 +307,8 @@ def _unit_after(matches: list[re.Match[str]], j: int) -> tuple[str | None, float
     word = matches[j].group(0).lower() if j < len(matches) and matches[j].lastgroup == "word" else ""
     if word in TIME_UNITS:
         return None, TIME_UNITS[word], None, 1
+    if word in ("percent", "pct"):
+        return None, None, "%", 1
     if word and word not in FUNCTION_WORDS and word not in NUMBER_WORDS and len(word) > 1:
         noun = word
         used = 1
@@ -316,9 +318,6 @@ def _unit_after(matches: list[re.Match[str]], j: int) -> tuple[str | None, float
     if nxt in ("per", "a", "an", "each", "every") and after in TIME_UNITS:
         rate = f"/{TIME_UNITS[after]:g}s"
         used += 2
-    elif nxt in ("percent", "pct"):
-        rate = "%"
-        used += 1
     return noun, None, rate, used
 
 
@@ -462,13 +461,11 @@ def _roles(tokens: list[str]) -> dict[str, str]:
             assign(next_item(k), "target")
         elif t == "from" or t in ("replace", "replaces", "replacing") or t == "was":
             assign(next_item(k), "source")
-        elif t == "instead" and k + 1 < n and tokens[k + 1] == "of" or t == "rather" and k + 1 < n and tokens[
+        elif (t == "instead" and k + 1 < n and tokens[k + 1] == "of") or (t == "rather" and k + 1 < n and tokens[
             k + 1
-        ] == "than":
+        ] == "than"):
             assign(prev_item(k), "target")
             assign(next_item(k + 1), "source")
-        elif t == "with" and saw_replace:
-            assign(next_item(k), "target")
-        elif t in TARGET_BEFORE and t not in ("with", "to"):
+        elif (t == "with" and saw_replace) or (t in TARGET_BEFORE and t not in ("with", "to")):
             assign(next_item(k), "target")
     return roles

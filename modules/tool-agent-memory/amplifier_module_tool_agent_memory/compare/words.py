@@ -80,7 +80,7 @@ class StaticWordVectors:
     def available() -> bool:
         """True when the wordllama package is installed."""
         try:
-            import wordllama  # noqa: F401
+            import wordllama  # type: ignore[import-untyped]  # noqa: F401
         except ImportError:
             return False
         return True

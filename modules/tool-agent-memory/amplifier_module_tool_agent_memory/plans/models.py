@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator
 
 from ..memory.models import check_point_id, parse_timestamp
+from ..validation import ToolInput
 
 MAX_PROMPT_CHARS = 2_000
 MAX_STEPS = 50
@@ -31,7 +32,7 @@ def plan_json_bytes(actions: list[dict[str, Any]]) -> int:
     return len(json.dumps(actions, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
 
 
-class _Input(BaseModel):
+class _Input(ToolInput):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 

@@ -5,33 +5,31 @@ and the auto-capture hooks run it off the event loop.
 
 * A plan's id is derived from its normalised prompt, so storing the same prompt again
   overwrites the plan in place (and revives it if it was stale).
-* Each plan keeps the matcher's :class:`~.matching.PromptSignature` of its prompt in the
-  payload, computed at store time, so a lookup only computes the query's signature.
-* A lookup asks Qdrant for the ``top_k`` nearest non-stale plans and lets
-  :func:`~.matching.decide` judge each one; only a plan it calls the same request is a hit.
+* A lookup asks Qdrant for the ``top_k`` nearest non-stale plans and lets the comparison
+  (:mod:`..compare`) judge each stored prompt against the request: only a decided
+  restatement (same values, roles, polarity and qualifiers in other words) is a *hit*; a
+  plan that looks alike (cosine at least ``similarity_threshold``) but that the comparison
+  cannot decide is a *candidate* the agent must confirm before replaying; anything that
+  differs in a value, role order, polarity or qualifier is a *miss* whatever its cosine.
 * Every read-modify-write (store, reward, the use counter of a hit) holds the
   collection's lock, so concurrent threads and sessions of one process never lose an update.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import logging
+import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..compare import Comparator, Comparison
 from ..config import PlanConfig
 from ..embeddings.providers import Embedder
 from ..errors import NotFound
 from ..store.edge import DENSE, Collection, CollectionSpec, IndexSpec, iso, utc_now
-from . import matching
-from .matching import MatchDecision, PromptSignature, decide, normalise_prompt, signature
 from .models import PlanLookupInput, PlanRecord, PlanRewardInput, PlanStoreInput
 
 if TYPE_CHECKING:
@@ -57,10 +55,22 @@ _PLAN_NAMESPACE = uuid.UUID("6f1d9c7e-3b8a-5c1e-9f42-0a7d5e2b8c31")
 # A store that leaves this many vectors unindexed builds the index before it returns.
 INDEX_AFTER_UNINDEXED = 5_000
 INDEX_CHECK_EVERY = 500
-SIG_KEY = "sig"
 FRESH = "fresh"
 STALE = "stale"
-SIG_RULE_KEY = "sig_rule"
+CONFIRM = (
+    "A cached plan looks alike, but the comparison cannot tell whether it is the same request. "
+    "Check the stored prompt and what differs; replay the actions only if they do what was asked "
+    "(then report it with plan_reward), otherwise plan from scratch."
+)
+
+_WS = re.compile(r"\s+")
+_TRAILING_PUNCT = re.compile(r"[\s.!?,;:\u2026]+$")
+
+
+def normalise_prompt(text: str) -> str:
+    """Normal form deciding "same prompt text": lowercase, collapsed spaces, no trailing punctuation."""
+    text = _WS.sub(" ", text.strip().lower())
+    return _TRAILING_PUNCT.sub("", text)
 
 
 def plan_id_for(prompt: str) -> str:
@@ -68,93 +78,73 @@ def plan_id_for(prompt: str) -> str:
     return str(uuid.uuid5(_PLAN_NAMESPACE, normalise_prompt(prompt)))
 
 
-@cache
-def rule_version() -> str:
-    """A fingerprint of the matching rule: signatures stored under another rule are recomputed."""
-    return hashlib.sha256(Path(matching.__file__).read_bytes()).hexdigest()[:16]
-
-
-def _encode(value: Any) -> Any:
-    if isinstance(value, frozenset | set):
-        return {"__fs": sorted((_encode(v) for v in value), key=repr)}
-    if isinstance(value, tuple):
-        return {"__t": [_encode(v) for v in value]}
-    if isinstance(value, list):
-        return [_encode(v) for v in value]
-    return value
-
-
-def _decode(value: Any) -> Any:
-    if isinstance(value, dict):
-        if "__fs" in value:
-            return frozenset(_decode(v) for v in value["__fs"])
-        if "__t" in value:
-            return tuple(_decode(v) for v in value["__t"])
-        return {k: _decode(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_decode(v) for v in value]
-    return value
-
-
-def signature_to_payload(sig: PromptSignature) -> dict[str, Any]:
-    """A JSON-safe form of a signature (frozensets and tuples tagged so they come back as such)."""
-    return {f.name: _encode(getattr(sig, f.name)) for f in dataclasses.fields(sig)}
-
-
-def signature_from_payload(payload: dict[str, Any]) -> PromptSignature | None:
-    """The stored signature if it was written by this rule; None when it must be recomputed."""
-    raw = payload.get(SIG_KEY)
-    if payload.get(SIG_RULE_KEY) != rule_version() or not isinstance(raw, dict):
-        return None
-    try:
-        return PromptSignature(**{k: _decode(v) for k, v in raw.items()})
-    except TypeError:
-        return None
-
-
 @dataclass(frozen=True)
 class Candidate:
-    """One of the nearest plans and the matcher's verdict on it."""
+    """One of the nearest plans and the comparison's verdict on it."""
 
     plan_id: str
     prompt: str
-    decision: MatchDecision
+    comparison: Comparison
     score: float
     cosine: float
+    actions: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def hit(self) -> bool:
+        """A decided restatement of the request."""
+        return self.comparison.same
 
     def as_output(self) -> dict[str, Any]:
         return {
             "plan_id": self.plan_id,
             "prompt": self.prompt,
-            "similarity": round(self.decision.similarity, 4),
+            "similarity": round(self.cosine, 4),
             "cosine": round(self.cosine, 4),
-            "reason": self.decision.reason,
+            "verdict": self.comparison.verdict.value,
+            "decided": self.comparison.decided,
+            "differences": [d.describe() for d in self.comparison.differences],
+            "reason": self.comparison.reason,
         }
 
 
 @dataclass(frozen=True)
 class LookupOutcome:
-    """A hit (the plan to replay) or a miss (with the nearest candidates and why each was refused)."""
+    """A hit (the plan to replay), a candidate (to confirm before replaying) or a miss.
+
+    ``hit`` stays the boolean it always was; ``answer`` ("hit", "candidate", "miss") adds the third case.
+    """
 
     hit: dict[str, Any] | None
     candidates: list[Candidate]
+    candidate: Candidate | None = None
+
+    @property
+    def answer(self) -> str:
+        if self.hit is not None:
+            return "hit"
+        return "candidate" if self.candidate is not None else "miss"
 
     @property
     def event(self) -> str:
-        return "plan:hit" if self.hit is not None else "plan:miss"
+        return f"plan:{self.answer}"
 
     def as_output(self) -> dict[str, Any]:
         if self.hit is not None:
-            return {"hit": True, **self.hit}
-        return {"hit": False, "candidates": [c.as_output() for c in self.candidates]}
+            return {"hit": True, "answer": "hit", **self.hit}
+        out: dict[str, Any] = {"hit": False, "answer": self.answer}
+        if self.candidate is not None:
+            out["candidate"] = {**self.candidate.as_output(), "actions": self.candidate.actions}
+            out["confirm"] = CONFIRM
+        out["candidates"] = [c.as_output() for c in self.candidates]
+        return out
 
     def event_fields(self) -> dict[str, Any]:
         if self.hit is not None:
             return {"plan_id": self.hit["plan_id"], "similarity": self.hit["similarity"], "count": 1}
-        best = self.candidates[0] if self.candidates else None
+        best = self.candidate or (self.candidates[0] if self.candidates else None)
         return {
             "plan_id": best.plan_id if best else None,
-            "similarity": round(best.decision.similarity, 4) if best else None,
+            "similarity": round(best.cosine, 4) if best else None,
             "count": 0,
             "candidates": len(self.candidates),
         }
@@ -212,11 +202,13 @@ class PlanService:
         embedder: Embedder,
         config: PlanConfig,
         clock: Callable[[], datetime] = utc_now,
+        comparator: Comparator | None = None,
     ) -> None:
         self.coll = coll
         self.embedder = embedder
         self.config = config
         self.clock = clock
+        self.comparator = comparator if comparator is not None else Comparator(embedder)
         self._stores_since_check = 0
 
     def unindexed(self) -> int:
@@ -242,7 +234,6 @@ class PlanService:
         """Write (or overwrite) the plan of ``inp.prompt``: score 1.0, not stale."""
         norm = normalise_prompt(inp.prompt)
         plan_id = plan_id_for(inp.prompt)
-        sig = signature(inp.prompt)
         vec = self.embedder.embed_documents([inp.prompt])[0]
         actions = [a.model_dump() for a in inp.actions]
         with self.coll.lock:
@@ -265,20 +256,18 @@ class PlanService:
                 last_used_at=old.get("last_used_at") if old else None,
                 rewarded_at=old.get("rewarded_at") if old else None,
             )
-            payload = self._payload(record, sig)
+            payload = self._payload(record)
             self.coll.upsert([(plan_id, vec, payload)])
         self._maybe_index()
         return StoreOutcome(plan_id, created=old is None, revived=bool(old and old.get("stale")), steps=len(actions))
 
     @staticmethod
-    def _payload(record: PlanRecord, sig: PromptSignature) -> dict[str, Any]:
+    def _payload(record: PlanRecord) -> dict[str, Any]:
         payload = record.model_dump(mode="json")
         for key in ("created_at", "updated_at", "last_used_at", "rewarded_at"):
             value = getattr(record, key)
             payload[key] = iso(value) if value is not None else None
         payload["status"] = STALE if record.stale else FRESH
-        payload[SIG_KEY] = signature_to_payload(sig)
-        payload[SIG_RULE_KEY] = rule_version()
         return payload
 
     def _nearest(self, vec: list[float], limit: int, only_fresh: bool) -> list[Any]:
@@ -291,27 +280,33 @@ class PlanService:
             qe.QueryRequest(limit=limit, query=qe.Query.Nearest(vec, using=DENSE), filter=flt, with_payload=True)
         )
 
-    def _judge(self, query_sig: PromptSignature, points: list[Any]) -> list[Candidate]:
+    def _judge(self, query: str, points: list[Any]) -> list[Candidate]:
         out = []
         for p in points:
             payload = dict(p.payload or {})
             prompt = str(payload.get("prompt", ""))
-            cand_sig = signature_from_payload(payload) or signature(prompt)
-            decision = decide(query_sig, cand_sig, float(p.score), self.config.similarity_threshold)
-            out.append(Candidate(str(p.id), prompt, decision, float(payload.get("score", 0.0)), float(p.score)))
+            cosine = float(p.score)
+            comparison = self.comparator.judge(prompt, query, cosine)
+            out.append(Candidate(str(p.id), prompt, comparison, float(payload.get("score", 0.0)), cosine,
+                                 list(payload.get("actions", []))))
         return out
 
     def lookup(self, inp: PlanLookupInput) -> LookupOutcome:
-        """The plan of the same request, if one is cached and not stale; else the nearest candidates."""
+        """The plan of the same request (hit), one to confirm (candidate), or the nearest plans and why not (miss)."""
         top_k = inp.top_k or self.config.top_k
         vec = self.embedder.embed_query(inp.prompt)
-        candidates = self._judge(signature(inp.prompt), self._nearest(vec, top_k, only_fresh=True))
-        hits = sorted((c for c in candidates if c.decision.hit), key=lambda c: (-c.decision.similarity, -c.score))
+        candidates = self._judge(inp.prompt, self._nearest(vec, top_k, only_fresh=True))
+        hits = sorted((c for c in candidates if c.hit), key=lambda c: (-c.cosine, -c.score))
         for cand in hits:
             hit = self._take(cand)
             if hit is not None:
                 return LookupOutcome(hit, candidates)
-        return LookupOutcome(None, candidates)
+        unsure = [
+            c for c in candidates
+            if not c.comparison.decided and c.cosine >= self.config.similarity_threshold
+        ]
+        best = max(unsure, key=lambda c: (c.cosine, c.score), default=None)
+        return LookupOutcome(None, candidates, best)
 
     def _take(self, cand: Candidate) -> dict[str, Any] | None:
         """Count a use of the plan and return it, unless a concurrent reward made it stale meanwhile."""
@@ -324,8 +319,9 @@ class PlanService:
         return {
             "plan_id": cand.plan_id,
             "actions": payload.get("actions", []),
-            "similarity": round(cand.decision.similarity, 4),
+            "similarity": round(cand.cosine, 4),
             "cosine": round(cand.cosine, 4),
+            "reason": cand.comparison.reason,
             "score": round(float(payload.get("score", 0.0)), 6),
             "prompt": payload.get("prompt", cand.prompt),
             "uses": uses,
@@ -343,12 +339,12 @@ class PlanService:
             return own, 1.0
         # Stale plans count here: the agent rewards the plan it just replayed, stale or not.
         vec = self.embedder.embed_query(inp.prompt)
-        candidates = self._judge(signature(inp.prompt), self._nearest(vec, self.config.top_k, only_fresh=False))
-        hits = [c for c in candidates if c.decision.hit]
+        candidates = self._judge(inp.prompt, self._nearest(vec, self.config.top_k, only_fresh=False))
+        hits = [c for c in candidates if c.hit]
         if not hits:
             raise NotFound(f"no cached plan answers the prompt {inp.prompt[:80]!r} for this identity")
-        best = max(hits, key=lambda c: c.decision.similarity)
-        return best.plan_id, best.decision.similarity
+        best = max(hits, key=lambda c: c.cosine)
+        return best.plan_id, best.cosine
 
     def reward(self, inp: PlanRewardInput) -> RewardOutcome:
         """score = a * success + (1 - a) * score; a tool failure or a score below the floor makes it stale."""
@@ -388,8 +384,9 @@ class PlanService:
         payload = self._record(plan_id)
         if payload is None:
             raise NotFound(f"no plan with id {plan_id} for this identity")
-        payload.pop(SIG_KEY, None)
-        payload.pop(SIG_RULE_KEY, None)
+        # Plans stored before the comparison kept the old matcher's signature: never shown.
+        payload.pop("sig", None)
+        payload.pop("sig_rule", None)
         payload.pop("status", None)
         return {"plan_id": plan_id, **payload}
 

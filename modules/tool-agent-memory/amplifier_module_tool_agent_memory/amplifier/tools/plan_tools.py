@@ -29,7 +29,10 @@ def plan_tools(rt: AgentMemory) -> list[AgentMemoryTool]:
         AgentMemoryTool(
             rt, "plan_lookup",
             "Before planning a task, look for a cached tool sequence that solved the same request. "
-            "A hit returns actions to replay; a miss lists the nearest cached requests.",
+            "answer 'hit': replay the returned actions. answer 'candidate': a stored request looks alike but "
+            "may differ (see its prompt and differences): confirm it asks for the same thing before replaying "
+            "its actions. answer 'miss': plan from scratch (the nearest cached requests and why they differ "
+            "are listed).",
             PlanLookupInput, _lookup, "plan:miss",
         ),
         AgentMemoryTool(
