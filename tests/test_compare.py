@@ -1,0 +1,113 @@
+"""The comparison of two short texts: one test per kind of difference, restatements, unrelated texts.
+
+Every pair is written for these tests (none comes from the dev data sets).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from amplifier_module_tool_agent_memory.compare import (
+    DIFFERENCE_KINDS,
+    Comparator,
+    Comparison,
+    Verdict,
+)
+from amplifier_module_tool_agent_memory.embeddings import CachedEmbedder
+
+
+@pytest.fixture(scope="module")
+def comparator(embedder: CachedEmbedder) -> Comparator:
+    return Comparator(embedder)
+
+
+def kinds(result: Comparison) -> set[str]:
+    return {d.kind for d in result.differences}
+
+
+CASES = [
+        ("number", "The cluster has 6 worker nodes", "The cluster has 8 worker nodes"),
+        ("date", "The report is due on 2025-03-14", "The report is due on 2025-03-21"),
+        ("time", "The standup starts at 9:30", "The standup starts at 10:15"),
+        ("version", "Deploy release 2.4.1 to staging", "Deploy release 2.4.2 to staging"),
+        ("identifier", "Call fetchUser in the handler", "Call fetchOrder in the handler"),
+        ("path", "Set the log level in logger.py", "Set the log level in handler.py"),
+        ("url", "Point the webhook at https://hooks.acme.io/build", "Point the webhook at https://hooks.acme.io/deploy"),
+        ("scheme", "Point the webhook at https://hooks.acme.io/build", "Point the webhook at http://hooks.acme.io/build"),
+        ("colour", "Paint the header background #ff8800", "Paint the header background #0088ff"),
+        ("quoted", 'Set the banner text to "Welcome back"', 'Set the banner text to "Welcome home"'),
+        ("name", "Assign the ticket to Kim", "Assign the ticket to Lena"),
+        ("polarity", "The cache is enabled", "The cache is not enabled"),
+        ("order", "Sync the calendar from Outlook to Google", "Sync the calendar from Google to Outlook"),
+        ("qualifier", "Archive the invoices older than a year", "Archive the unpaid invoices older than a year"),
+        ("content", "Archive the invoices older than a year", "Archive the receipts older than a year"),
+]
+
+
+@pytest.mark.parametrize(("kind", "first", "second"), CASES)
+def test_a_change_of_one_kind_is_named(comparator: Comparator, kind: str, first: str, second: str) -> None:
+    result = comparator.compare(first, second)
+    assert result.verdict is Verdict.CHANGED
+    assert result.decided
+    assert kind in kinds(result), [d.describe() for d in result.differences]
+
+
+def test_every_kind_of_difference_has_its_own_case() -> None:
+    assert sorted(kind for kind, _, _ in CASES) == sorted(DIFFERENCE_KINDS)
+
+
+def test_a_number_written_as_a_word_is_the_same_value(comparator: Comparator) -> None:
+    assert comparator.compare("The cluster has 6 worker nodes", "The cluster has six worker nodes").same
+
+
+def test_a_duration_in_other_units_is_the_same_value(comparator: Comparator) -> None:
+    assert comparator.compare("Rotate the keys every 2 hours", "Rotate the keys every 120 minutes").same
+
+
+def test_the_passive_restates_the_active(comparator: Comparator) -> None:
+    assert comparator.compare("Alice reviewed the design", "The design was reviewed by Alice").same
+
+
+def test_a_short_form_of_a_name_is_the_same_word(comparator: Comparator) -> None:
+    assert comparator.compare("We use PostgreSQL for billing", "We use Postgres for billing").same
+
+
+def test_a_changed_number_keeps_its_unit_in_the_description(comparator: Comparator) -> None:
+    result = comparator.compare("The quota is 100 requests per minute", "The quota is 200 requests per minute")
+    assert [d.describe() for d in result.differences] == ["number: 100 requests per minute -> 200 requests per minute"]
+
+
+def test_the_same_count_per_another_time_unit_is_a_change(comparator: Comparator) -> None:
+    result = comparator.compare("Allow 20 uploads per minute", "Allow 20 uploads per hour")
+    assert result.verdict is Verdict.CHANGED and "number" in kinds(result)
+
+
+def test_a_removed_thing_is_a_change_of_polarity(comparator: Comparator) -> None:
+    result = comparator.compare("Add the audit column to the ledger", "Remove the audit column from the ledger")
+    assert "polarity" in kinds(result)
+
+
+def test_texts_about_unrelated_things_are_different(comparator: Comparator) -> None:
+    result = comparator.compare("The invoices are emailed every Monday", "The sky is blue today")
+    assert result.verdict is Verdict.DIFFERENT
+
+
+def test_a_loose_rewording_is_left_undecided(comparator: Comparator) -> None:
+    result = comparator.compare(
+        "Compress the nightly log archive with gzip", "Shrink last night's logs into a gzip bundle"
+    )
+    assert not result.decided
+
+
+def test_given_vectors_are_used_instead_of_embedding(comparator: Comparator, embedder: CachedEmbedder) -> None:
+    va = embedder.embed_documents(["The cluster has 6 worker nodes"])[0]
+    result = comparator.compare("The cluster has 6 worker nodes", "The cluster has six worker nodes", vectors=(va, va))
+    assert result.similarity == pytest.approx(1.0, abs=1e-6)
+
+
+def test_the_comparison_serialises_to_plain_json_types(comparator: Comparator) -> None:
+    out = comparator.compare("The cluster has 6 worker nodes", "The cluster has 8 worker nodes").to_dict()
+    assert out["verdict"] == "changed"
+    assert out["decided"] is True
+    first = out["differences"][0]
+    assert first["kind"] == "number" and first["old"].startswith("6") and first["new"].startswith("8")
