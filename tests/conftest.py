@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from amplifier_core.testing import MockCoordinator
@@ -15,6 +15,11 @@ from amplifier_module_tool_agent_memory.config import EmbeddingConfig, parse_con
 from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedder, get_embedder
 from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
+
+if TYPE_CHECKING:
+    from qdrant_client import QdrantClient
+
+    from amplifier_module_tool_agent_memory.config import StorageConfig
 
 
 @pytest.fixture(scope="session")
@@ -94,3 +99,28 @@ def timed_tools(make_runtime: Callable[..., AgentMemory], clock: Any) -> dict[st
     rt = make_runtime()
     rt.clock = clock
     return runtime_tools(rt)
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[], QdrantClient]:
+    """One local-mode Qdrant 'server' at memory_helpers.SERVER_URL, persisted under tmp_path.
+
+    Every server store of the test connects to it; returns a function giving the client the
+    open stores share (the registry keeps one per URL).
+    """
+    from memory_helpers import SERVER_URL
+    from qdrant_client import QdrantClient
+
+    from amplifier_module_tool_agent_memory.store import server as server_storage
+
+    path = tmp_path / "qdrant-server"
+    clients: list[QdrantClient] = []
+
+    def connect(config: StorageConfig) -> QdrantClient:
+        assert config.url == SERVER_URL
+        client = QdrantClient(path=str(path))
+        clients.append(client)
+        return client
+
+    monkeypatch.setattr(server_storage, "client_factory", connect)
+    return lambda: clients[-1]

@@ -41,6 +41,11 @@ DISTINCT_FACTS: tuple[str, ...] = (
 
 T0 = datetime(2026, 1, 10, 9, 0, tzinfo=UTC)
 
+# The Qdrant server backend as tests reach it: conftest's ``server`` fixture answers this URL
+# with qdrant-client's local mode.
+SERVER_URL = "http://qdrant.test:6333"
+SERVER: dict[str, Any] = {"storage": {"backend": "server", "url": SERVER_URL}}
+
 
 class ManualClock:
     """A clock the test moves by hand; inject it as ``runtime.clock`` before the first tool call."""

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_helpers import DISTINCT_FACTS, T0, ManualClock, error_of, output_of, runtime_tools
+from memory_helpers import DISTINCT_FACTS, SERVER, SERVER_URL, T0, ManualClock, error_of, output_of, runtime_tools
 from qdrant_client import QdrantClient
 from qdrant_client.http import models as qm
 
@@ -38,31 +38,11 @@ from amplifier_module_tool_agent_memory.store.server import (
 # Local mode ignores keyword/datetime indexes (it scans); a server uses them.
 pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")
 
-URL = "http://qdrant.test:6333"
-SERVER: dict[str, Any] = {"storage": {"backend": "server", "url": URL}}
+URL = SERVER_URL
 TOOL_NAMES = (
     "memory_store", "memory_search", "memory_get", "memory_forget", "memory_list", "cache_write", "cache_pack",
     "plan_store", "plan_lookup",
 )
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[], QdrantClient]:
-    """One local-mode 'server' persisted under tmp_path; every server store of the test connects to it.
-
-    Returns a function giving the client the open stores share (the registry keeps one per URL).
-    """
-    path = tmp_path / "qdrant-server"
-    clients: list[QdrantClient] = []
-
-    def connect(config: StorageConfig) -> QdrantClient:
-        assert config.url == URL
-        client = QdrantClient(path=str(path))
-        clients.append(client)
-        return client
-
-    monkeypatch.setattr(server_storage, "client_factory", connect)
-    return lambda: clients[-1]
 
 
 def collection_names(client: QdrantClient) -> set[str]:
