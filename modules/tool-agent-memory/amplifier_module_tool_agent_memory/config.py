@@ -108,7 +108,13 @@ class CacheConfig(_Strict):
 class PlanConfig(_Strict):
     """Plan cache (plan_* tools)."""
 
-    similarity_threshold: float = Field(0.85, ge=0.0, le=1.0)
+    similarity_threshold: float = Field(
+        0.6,
+        ge=0.0,
+        le=1.0,
+        description="Cosine from which a stored plan the comparison cannot decide on is offered as a 'candidate' "
+        "(hits need a decided restatement whatever this is).",
+    )
     ema_alpha: float = Field(0.3, gt=0.0, le=1.0)
     stale_score: float = Field(0.2, ge=0.0, le=1.0)
     top_k: int = Field(3, ge=1, le=20)
