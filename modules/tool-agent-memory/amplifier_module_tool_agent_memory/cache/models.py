@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_valid
 
 from ..memory.models import check_point_id, parse_timestamp
 from ..store.edge import iso
+from ..validation import ToolInput
 
 CacheKind = Literal["fact", "decision", "snippet", "warning"]
 CACHE_KINDS: tuple[str, ...] = ("fact", "decision", "snippet", "warning")
@@ -45,7 +46,7 @@ def _not_blank(value: str) -> str:
     return value
 
 
-class _Input(BaseModel):
+class _Input(ToolInput):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 

@@ -7,11 +7,14 @@ LLM is told and what is enforced cannot drift apart.
 from __future__ import annotations
 
 import re
-import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+from ..validation import ToolInput, check_point_id, parse_timestamp
+
+__all__ = ["check_point_id", "parse_timestamp"]  # re-exported: the cache and plan models import them from here
 
 MemoryKind = Literal["fact", "decision", "note", "preference", "event"]
 MAX_SEARCH_LIMIT = 20
@@ -22,29 +25,7 @@ Tag = Annotated[str, StringConstraints(min_length=1, max_length=100, strip_white
 FilePath = Annotated[str, StringConstraints(min_length=1, max_length=1000, strip_whitespace=True)]
 
 
-def parse_timestamp(value: object) -> datetime:
-    """ISO-8601 to an aware UTC datetime; a naive time is taken as UTC."""
-    if isinstance(value, datetime):
-        ts = value
-    elif isinstance(value, str):
-        text = value.strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
-        try:
-            ts = datetime.fromisoformat(text)
-        except ValueError as exc:
-            raise ValueError(
-                f"must be an ISO-8601 date or date-time such as 2026-11-22 or 2026-11-22T09:30:00Z, got {value!r}"
-            ) from exc
-    else:
-        raise ValueError("must be an ISO-8601 string")
-    try:
-        return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
-    except OverflowError as exc:  # e.g. 0001-01-01T00:00:00+14:00 is before year 1 in UTC
-        raise ValueError(f"is out of the supported date range (years 1-9999 in UTC), got {value!r}") from exc
-
-
-class _Input(BaseModel):
+class _Input(ToolInput):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
@@ -123,16 +104,8 @@ class MemorySearchInput(_Input):
         ts = parse_timestamp(value)
         if isinstance(value, str) and _DATE_ONLY.fullmatch(value.strip()):
             # "until 2026-11-22" means through that day, not up to its first instant.
-            ts = ts + timedelta(days=1) - timedelta(microseconds=1)
+            ts = ts.replace(hour=23, minute=59, second=59, microsecond=999_999)  # 9999-12-31 included
         return ts
-
-
-def check_point_id(value: str) -> str:
-    """Ids are UUIDs (what Qdrant accepts); anything else is refused before it reaches the store."""
-    try:
-        return str(uuid.UUID(value.strip()))
-    except ValueError as exc:
-        raise ValueError(f"must be an id returned by this module (a UUID), got {value[:80]!r}") from exc
 
 
 class MemoryIdInput(_Input):
