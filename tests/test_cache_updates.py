@@ -9,9 +9,11 @@ these texts is in the shared dev files.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+import pytest
 from cache_helpers import cache_service, note, pack, packed_texts, search
-from memory_helpers import ManualClock
+from memory_helpers import SERVER, ManualClock
 
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
@@ -95,3 +97,16 @@ def test_a_restatement_still_merges(make_runtime: Callable[..., AgentMemory]) ->
     again = note(svc, LIMIT_AGAIN)
     assert again["merged"] is True and again["item_id"] == first["item_id"]
     assert packed_texts(pack(svc)) == [LIMIT_10]
+
+
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")
+def test_server_backend_pack_holds_only_the_newer_value(server: Any, make_runtime: Callable[..., AgentMemory]) -> None:
+    clock = ManualClock()
+    first = make_runtime(**SERVER)
+    first.clock = clock
+    note(first.cache(), LIMIT_10)
+    assert "superseded" in note(first.cache(), LIMIT_25)
+    first.close()
+    reopened = make_runtime(**SERVER)
+    reopened.clock = clock
+    assert packed_texts(pack(reopened.cache())) == [LIMIT_25]

@@ -10,9 +10,13 @@ shared dev files.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from memory_helpers import ManualClock, error_of, output_of
+import pytest
+from memory_helpers import SERVER, ManualClock, error_of, output_of, runtime_tools
+
+from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
 VPN_50 = "The VPN gateway allows 50 concurrent connections."
 VPN_80 = "The VPN gateway allows 80 concurrent connections."
@@ -220,3 +224,43 @@ async def test_unlink_of_a_memory_that_supersedes_nothing_is_a_clear_error(tools
     only = await store(tools, VPN_50)
     err = error_of(await tools["memory_unlink"].execute({"id": only["id"]}))
     assert err["type"] == "invalid_input" and "supersedes nothing" in err["message"]
+
+
+# The same on the server backend (qdrant-client's local mode behind conftest's ``server``)
+
+
+@pytest.fixture
+def server_tools(server: Any, make_runtime: Callable[..., AgentMemory], clock: ManualClock) -> dict[str, Any]:
+    rt = make_runtime(**SERVER)
+    rt.clock = clock
+    return runtime_tools(rt)
+
+
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")
+async def test_server_backend_keeps_a_chain_and_ranks_the_newest_first(
+    server_tools: dict[str, Any], clock: ManualClock
+) -> None:
+    a, b, c = await chain_of_three(server_tools, clock)
+    assert [m["id"] for m in (await get(server_tools, b))["chain"]] == [a, b, c]
+    results = await search(server_tools, VPN_QUERY)
+    order = [r["id"] for r in results]
+    assert order[0] == c and order.index(b) < order.index(a)
+
+
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")
+async def test_server_backend_repairs_a_chain_on_forget_and_unlinks(
+    server_tools: dict[str, Any], clock: ManualClock
+) -> None:
+    a, b, c = await chain_of_three(server_tools, clock)
+    output_of(await server_tools["memory_forget"].execute({"id": b}))
+    assert (await get(server_tools, c))["supersedes"] == a
+    output_of(await server_tools["memory_unlink"].execute({"id": c}))
+    assert "superseded_by" not in await get(server_tools, a)
+
+
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")
+async def test_server_backend_merges_restatements_and_keeps_events(server_tools: dict[str, Any]) -> None:
+    first = await store(server_tools, CERT)
+    assert (await store(server_tools, CERT_AGAIN))["id"] == first["id"]
+    await store(server_tools, ROLLOUT_1, kind="event")
+    assert "superseded" not in await store(server_tools, ROLLOUT_2, kind="event")
