@@ -1,19 +1,27 @@
 """Plan-cache benchmark: matching quality on the dev cases, and lookup latency at scale.
 
-Default run (``python benchmarks/plans.py``): every ``stored`` prompt of
-``../shared/data/plan-cache/dev.jsonl`` is stored through the real ``plan_store`` tool
-(module mounted on amplifier-core's MockCoordinator, Qdrant Edge, the local model); every
-positive and negative is looked up through ``plan_lookup`` with the default config.
-Prints hit precision (hits returning the right plan / all hits), recall (positives answered
-with the right plan) and near-miss false hits (negatives answered with any plan).
-Skips cleanly when the data folder is missing. ``--verbose`` lists wrong hits and misses.
+Default run (``python benchmarks/plans.py``): for each of ``../shared/data/plan-cache/dev.jsonl``
+and ``dev-multidomain.jsonl``, every ``stored`` prompt is stored through the real ``plan_store``
+tool (module mounted on amplifier-core's MockCoordinator, Qdrant Edge, the local model); every
+positive and negative is looked up through ``plan_lookup`` with the default config. Prints, per
+file and per domain: hit precision (hits returning the right plan / all hits; a ``candidate``
+is not a hit), recall (positives answered with the right plan), near-miss false hits
+(negatives answered with any plan) and the share of ``candidate`` answers.
+
+Leave-one-domain-out (dev-multidomain): the comparison's parameters (``CompareSettings``:
+synonym, aligned, rewording/same cosine) are chosen on five domains from a small grid (highest
+recall with precision >= 0.97, else highest precision) and measured on the sixth; the six
+held-out results are summed. The grid re-judges the nearest plans each lookup returned (their
+prompts and cosines) with ``Comparator.judge`` and applies plan_lookup's rule to them, so it
+needs no new store per setting. Skips cleanly when the data folder is missing. ``--verbose``
+lists wrong hits and missed positives.
 
 ``--scale``: stores 10k and then 100k synthetic plans and times ``PlanService.lookup``
 (query embedding included: every query text is new, so the embedding LRU never answers).
 Synthetic plans: a few thousand distinct prompts are generated from templates and embedded
 for real in batches; the rest are variants of them ("..., variant 17") whose vectors are
 the base vector plus a small random perturbation (renormalised), written straight into the
-``plans`` collection with the same payload (signature included) ``plan_store`` writes.
+``plans`` collection with the payload ``plan_store`` writes.
 Past 5,000 unindexed plans ``plan_store`` builds the HNSW index (Qdrant Edge has no background
 optimizer); the bulk fill bypasses ``plan_store``, so the benchmark builds it the same way and
 prints the seconds it took. Run ``--scale`` alone: it takes a few minutes on 2 cores.
@@ -31,27 +39,82 @@ import random
 import sys
 import tempfile
 import time
+from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DATA_DIR, p50_p95, peak_rss_mb, print_table
 
-DATA = DATA_DIR / "plan-cache" / "dev.jsonl"
+FILES = ("dev.jsonl", "dev-multidomain.jsonl")
+TARGET_PRECISION = 0.97
 
 
-def load_cases() -> list[dict[str, Any]] | None:
-    if not DATA.is_file():
+def load_cases(name: str) -> list[dict[str, Any]] | None:
+    path = DATA_DIR / "plan-cache" / name
+    if not path.is_file():
         return None
-    return [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-async def run_dev(cases: list[dict[str, Any]], config: dict[str, Any], verbose: bool) -> dict[str, float]:
+@dataclass
+class Lookup:
+    """One plan_lookup of the benchmark: what was asked, what it should return, what came back."""
+
+    case: str
+    domain: str
+    positive: bool
+    query: str
+    answer: str
+    got: str | None
+    nearest: list[tuple[str, str, float]] = field(default_factory=list)
+    """(case id, stored prompt, cosine) of the nearest plans the lookup judged."""
+
+
+@dataclass
+class Tally:
+    hits: int = 0
+    right: int = 0
+    positives: int = 0
+    negatives: int = 0
+    false_hits: int = 0
+    candidates: int = 0
+    lookups: int = 0
+
+    def add(self, positive: bool, answer: str, correct: bool) -> None:
+        self.lookups += 1
+        self.positives += positive
+        self.negatives += not positive
+        self.candidates += answer == "candidate"
+        if answer == "hit":
+            self.hits += 1
+            self.right += positive and correct
+            self.false_hits += not positive
+
+    @property
+    def precision(self) -> float:
+        return self.right / self.hits if self.hits else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.right / self.positives if self.positives else 0.0
+
+    def row(self, name: str) -> list[object]:
+        return [name, self.positives, self.negatives, round(self.precision, 3), round(self.recall, 3),
+                f"{self.false_hits}/{self.negatives}", f"{self.candidates / self.lookups:.2f}" if self.lookups else "-"]
+
+
+HEADERS = ["set", "positives", "negatives", "precision", "recall", "near-miss hits", "candidate share"]
+
+
+async def run_dev(cases: list[dict[str, Any]], config: dict[str, Any], verbose: bool) -> list[Lookup]:
     """Store every case through plan_store, look up every positive and negative through plan_lookup."""
     from amplifier_core.testing import MockCoordinator
 
     import amplifier_module_tool_agent_memory as agent_memory
 
+    out: list[Lookup] = []
     with tempfile.TemporaryDirectory() as root:
         coordinator = MockCoordinator()
         cleanup = await agent_memory.mount(
@@ -63,11 +126,7 @@ async def run_dev(cases: list[dict[str, Any]], config: dict[str, Any], verbose: 
             res = await tools["plan_store"].execute({"prompt": case["stored"], "actions": case["actions"]})
             assert res.success, res.error
             plan_of[res.output["plan_id"]] = case["id"]
-
-        hits = right = positives = false_hits = negatives = 0
         latencies: list[float] = []
-        wrong: list[str] = []
-        missed: list[str] = []
         for case in cases:
             for kind in ("positives", "negatives"):
                 for query in case[kind]:
@@ -75,37 +134,78 @@ async def run_dev(cases: list[dict[str, Any]], config: dict[str, Any], verbose: 
                     res = await tools["plan_lookup"].execute({"prompt": query})
                     latencies.append((time.perf_counter() - started) * 1000)
                     assert res.success, res.error
-                    out = res.output
-                    is_pos = kind == "positives"
-                    positives += is_pos
-                    negatives += not is_pos
-                    if out["hit"]:
-                        hits += 1
-                        got = plan_of[out["plan_id"]]
-                        ok = is_pos and got == case["id"]
-                        right += ok
-                        false_hits += not is_pos
-                        if not ok:
-                            wrong.append(f"  [{case['id']} {kind[:3]}] {query!r} -> {got} {out['prompt']!r} "
-                                         f"(similarity {out['similarity']}, cosine {out.get('cosine')})")
-                    elif is_pos:
-                        own = [c for c in out["candidates"] if plan_of[c["plan_id"]] == case["id"]]
-                        why = own[0]["reason"] if own else "own plan not among the nearest candidates"
-                        missed.append(f"  [{case['id']}] {query!r} vs {case['stored']!r}: {why}")
+
+                    o = res.output
+                    answer = o.get("answer", "hit" if o["hit"] else "miss")
+                    got = plan_of[o["plan_id"]] if o["hit"] else None
+                    nearest = [(plan_of[c["plan_id"]], c["prompt"], float(c["cosine"]))
+                               for c in o.get("candidates", [])]
+                    domain = case.get("domain", "game")
+                    out.append(Lookup(case["id"], domain, kind == "positives", query, answer, got, nearest))
+                    if verbose and ((kind == "positives" and got != case["id"]) or (kind == "negatives" and got)):
+                        why = next((c.get("reason", "") for c in o.get("candidates", [])
+                                    if plan_of[c["plan_id"]] == case["id"]), o.get("reason", ""))
+                        print(f"  [{case['id']} {kind[:3]} {answer}] {query!r}: {why}")
         await cleanup()
         del tools, coordinator
         gc.collect()
-    precision = right / hits if hits else 1.0
-    recall = right / positives if positives else 0.0
-    print(f"dev cases: {len(cases)} stored, {positives} positives, {negatives} near-miss negatives")
-    print(f"hit precision {precision:.3f} ({right}/{hits})  recall {recall:.3f} ({right}/{positives})  "
-          f"near-miss false hits {false_hits}/{negatives}  wrong hits {len(wrong)}")
     p50, p95 = p50_p95(latencies)
     print(f"plan_lookup through the tool (warm model, small store): p50 {p50:.1f} ms  p95 {p95:.1f} ms")
-    if verbose:
-        print("wrong hits:\n" + ("\n".join(wrong) or "  (none)"))
-        print("missed positives:\n" + ("\n".join(missed) or "  (none)"))
-    return {"precision": precision, "recall": recall, "false_hits": float(false_hits)}
+    return out
+
+
+def tally(lookups: list[Lookup], answer_of: Any = None) -> Tally:
+    t = Tally()
+    for lk in lookups:
+        answer, got = answer_of(lk) if answer_of else (lk.answer, lk.got)
+        t.add(lk.positive, answer, got == lk.case)
+    return t
+
+
+def rejudge(settings: Any, threshold: float) -> Any:
+    """plan_lookup's rule over the nearest plans a lookup saw, under other comparison settings."""
+    from amplifier_module_tool_agent_memory.compare import Comparator
+    from amplifier_module_tool_agent_memory.config import EmbeddingConfig
+    from amplifier_module_tool_agent_memory.embeddings import get_embedder
+
+    comparator = Comparator(get_embedder(EmbeddingConfig()), settings=settings)
+
+    def answer_of(lk: Lookup) -> tuple[str, str | None]:
+        judged = [(case, cos, comparator.judge(prompt, lk.query, cos)) for case, prompt, cos in lk.nearest]
+        hits = sorted((j for j in judged if j[2].same), key=lambda j: -j[1])
+        if hits:
+            return "hit", hits[0][0]
+        if any(not c.decided and cos >= threshold for _, cos, c in judged):
+            return "candidate", None
+        return "miss", None
+
+    return answer_of
+
+
+def leave_one_domain_out(lookups: list[Lookup], threshold: float) -> None:
+    """Tune CompareSettings on five domains, measure on the sixth; print each fold and the sum."""
+    from amplifier_module_tool_agent_memory.compare import CompareSettings
+
+    grid = [CompareSettings(synonym=syn, aligned=al, same_cosine=rc, rewording_cosine=rc)
+            for syn, al, rc in itertools.product((0.5, 0.6, 0.7), (0.5, 0.6, 0.7), (0.75, 0.8, 0.85))]
+    judges = [rejudge(s, threshold) for s in grid]
+    domains = sorted({lk.domain for lk in lookups})
+    rows: list[list[object]] = []
+    total = Tally()
+    for held in domains:
+        train = [lk for lk in lookups if lk.domain != held]
+        test = [lk for lk in lookups if lk.domain == held]
+        scored = [(tally(train, j), k) for k, j in enumerate(judges)]
+        ok = [(t.recall, t.precision, k) for t, k in scored if t.precision >= TARGET_PRECISION]
+        best = max(ok)[2] if ok else max((t.precision, t.recall, k) for t, k in scored)[2]
+        result = tally(test, judges[best])
+        s = grid[best]
+        rows.append([*result.row(held), f"syn {s.synonym} al {s.aligned} cos {s.rewording_cosine}"])
+        for name in ("hits", "right", "positives", "negatives", "false_hits", "candidates", "lookups"):
+            setattr(total, name, getattr(total, name) + getattr(result, name))
+    rows.append([*total.row("all held out"), ""])
+    print("leave-one-domain-out (settings chosen on the other five domains):")
+    print_table([*HEADERS, "chosen settings"], rows)
 
 
 _VERBS = ("add", "remove", "rename", "fix", "speed up", "slow down", "hide", "show", "move", "resize", "recolor",
@@ -137,9 +237,8 @@ def fill(rt: Any, base_prompts: list[str], base_vecs: list[list[float]], target:
     """Write synthetic plans until the collection holds ``target``; returns seconds spent."""
     import numpy as np
 
-    from amplifier_module_tool_agent_memory.plans.matching import normalise_prompt, signature
     from amplifier_module_tool_agent_memory.plans.models import PlanRecord
-    from amplifier_module_tool_agent_memory.plans.service import PlanService, plan_id_for
+    from amplifier_module_tool_agent_memory.plans.service import PlanService, normalise_prompt, plan_id_for
 
     svc = rt.plans()
     started = time.perf_counter()
@@ -159,7 +258,7 @@ def fill(rt: Any, base_prompts: list[str], base_vecs: list[list[float]], target:
             score=1.0, stale=False, stale_reason=None, uses=0, rewards=0, successes=0, failures=0,
             created_at=now, updated_at=now, last_used_at=None, rewarded_at=None,
         )
-        batch.append((plan_id_for(prompt), vec.tolist(), PlanService._payload(record, signature(prompt))))
+        batch.append((plan_id_for(prompt), vec.tolist(), PlanService._payload(record)))
         i += 1
         if len(batch) >= 1000:
             svc.coll.upsert(batch)
@@ -236,14 +335,28 @@ def main() -> int:
     if args.scale:
         run_scale([int(s) for s in args.sizes.split(",")], args.queries, args.base)
         return 0
-    cases = load_cases()
-    if cases is None:
-        print(f"skipped: the plan-cache dev data is not at {DATA}")
-        return 0
     config: dict[str, Any] = {}
     if args.threshold is not None:
         config["plans"] = {"similarity_threshold": args.threshold}
-    asyncio.run(run_dev(cases, config, args.verbose))
+    from amplifier_module_tool_agent_memory.config import PlanConfig
+
+    threshold = args.threshold if args.threshold is not None else PlanConfig().similarity_threshold
+    for name in FILES:
+        cases = load_cases(name)
+        if cases is None:
+            print(f"skipped: the plan-cache dev data is not at {DATA_DIR / 'plan-cache' / name}")
+            continue
+        print(f"== {name}: {len(cases)} stored plans")
+        lookups = asyncio.run(run_dev(cases, config, args.verbose))
+        by_domain: dict[str, list[Lookup]] = defaultdict(list)
+        for lk in lookups:
+            by_domain[lk.domain].append(lk)
+        rows = [tally(lookups).row("all")]
+        if len(by_domain) > 1:
+            rows += [tally(v).row(k) for k, v in sorted(by_domain.items())]
+        print_table(HEADERS, rows)
+        if len(by_domain) > 1:
+            leave_one_domain_out(lookups, threshold)
     return 0
 
 
