@@ -1,0 +1,46 @@
+"""plan_lookup's three answers on the Qdrant server backend (qdrant-client local mode, see test_server_backend)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from memory_helpers import SERVER, output_of
+
+pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")
+
+GZIP = "Compress the nightly log archive with gzip"
+ACTIONS = [{"tool": "run_command", "args": {"command": "gzip -9 /var/log/nightly.tar"}}]
+
+
+async def server_tools(mount_tools: Callable[..., Any], prompt: str) -> dict[str, Any]:
+    tools, _ = await mount_tools(**SERVER)
+    output_of(await tools["plan_store"].execute({"prompt": prompt, "actions": ACTIONS}))
+    return tools
+
+
+async def lookup(tools: dict[str, Any], prompt: str) -> dict[str, Any]:
+    return output_of(await tools["plan_lookup"].execute({"prompt": prompt}))
+
+
+async def test_a_rewording_is_a_hit_on_the_server(server: Any, mount_tools: Callable[..., Any]) -> None:
+    tools = await server_tools(mount_tools, GZIP)
+    out = await lookup(tools, "Use gzip to compress the nightly log archive")
+    assert (out["answer"], out["actions"]) == ("hit", ACTIONS)
+
+
+async def test_an_undecidable_look_alike_is_a_candidate_on_the_server(
+    server: Any, mount_tools: Callable[..., Any]
+) -> None:
+    tools = await server_tools(mount_tools, GZIP)
+    out = await lookup(tools, "Shrink last night's logs into a gzip bundle")
+    assert out["answer"] == "candidate"
+    assert (out["candidate"]["prompt"], out["candidate"]["actions"]) == (GZIP, ACTIONS)
+
+
+async def test_a_swapped_order_is_a_miss_on_the_server(server: Any, mount_tools: Callable[..., Any]) -> None:
+    tools = await server_tools(mount_tools, "Sync the calendar from Outlook to Google")
+    out = await lookup(tools, "Sync the calendar from Google to Outlook")
+    assert out["answer"] == "miss"
+    assert any(d.startswith("order") for d in out["candidates"][0]["differences"])
