@@ -254,6 +254,7 @@ async def test_the_llm_summary_asks_the_provider_as_foundations_background_calls
     assert DECISION in str(request.messages[0].content)
     [compacted] = stack.of("cache:compacted")
     assert compacted["summary_source"] == "llm"
+    assert [c["summary_source"] for c in stack.of("cache:block_closed")] == ["llm"]
     block = await stack.tool("cache_get").execute({"block_id": compacted["closed_block_id"]})
     assert block.output["summary"] == stack.provider.summary_text
 
@@ -266,5 +267,6 @@ async def test_a_failed_llm_summary_falls_back_to_the_extractive_one(start_stack
     await _replay_turn(stack)
     [compacted] = stack.of("cache:compacted")
     assert compacted["summary_source"] == "extractive"
+    assert [c["summary_source"] for c in stack.of("cache:block_closed")] == ["extractive"]
     block = await stack.tool("cache_get").execute({"block_id": compacted["closed_block_id"]})
     assert DECISION in block.output["summary"]

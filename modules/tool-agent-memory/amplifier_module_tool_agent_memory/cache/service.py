@@ -315,6 +315,7 @@ class CacheService:
                 "items": len(live),
                 "token_count": block.token_count,
                 "summary_tokens": count_tokens(text),
+                "summary_source": "extractive",
             },
         )
         self._evict(st)
@@ -372,9 +373,14 @@ class CacheService:
         """
         if closed is None:
             return None
-        if self.config.summariser == "llm" and self._upgrade_summary(closed.scope, closed.id, items):
-            return "llm"
-        return "extractive"
+        llm = self.config.summariser == "llm" and self._upgrade_summary(closed.scope, closed.id, items)
+        source = "llm" if llm else "extractive"
+        # The close's event is emitted after the call: it reports the summary the block ended with.
+        ctx = CURRENT_CALL.get()
+        for name, data in ctx.events if ctx is not None else ():
+            if name == "cache:block_closed" and data.get("block_id") == closed.id:
+                data["summary_source"] = source
+        return source
 
     def _summary_of(self, st: ScopeState, block: CacheBlock, live: list[CacheItem]) -> str:
         live_ids = {it.id for it in live}
