@@ -54,7 +54,6 @@ async def test_stored_plan_is_returned_for_the_same_prompt(tools: dict[str, Any]
     assert hit["actions"] == FASTER_PLAN
     assert hit["prompt"] == FASTER
     assert hit["score"] == 1.0
-    assert hit["similarity"] == pytest.approx(1.0, abs=1e-3)
     assert hit["answer"] == "hit"
 
 
@@ -74,7 +73,7 @@ async def test_an_undecidable_look_alike_is_a_candidate_to_confirm(tools: dict[s
     assert out["candidate"]["prompt"] == GZIP
     assert out["candidate"]["actions"] == GZIP_PLAN
     assert out["candidate"]["differences"]
-    assert "confirm" in out["confirm"]
+    assert "same request" in out["confirm"]
 
 
 async def test_a_candidate_does_not_count_as_a_use(tools: dict[str, Any]) -> None:
@@ -191,7 +190,7 @@ async def test_score_below_the_floor_makes_the_plan_stale(tools: dict[str, Any])
 async def test_stale_plan_is_never_a_hit(tools: dict[str, Any]) -> None:
     plan_id = (await store(tools, FASTER, FASTER_PLAN))["plan_id"]
     await reward(tools, plan_id=plan_id, success=False, tool_failure=True)
-    for prompt in (FASTER, "Increase the player's movement speed"):
+    for prompt in (FASTER, "please make the player move faster"):
         out = await lookup(tools, prompt)
         assert out["hit"] is False
         assert all(c["plan_id"] != plan_id for c in out["candidates"])
@@ -217,7 +216,7 @@ async def test_storing_the_prompt_again_revives_a_stale_plan(tools: dict[str, An
 async def test_reward_by_prompt_targets_the_plan_that_answers_it(tools: dict[str, Any]) -> None:
     plan_id = (await store(tools, FASTER, FASTER_PLAN))["plan_id"]
     await store(tools, MUSIC, MUSIC_PLAN)
-    out = await reward(tools, prompt="Increase the player's movement speed", success=False)
+    out = await reward(tools, prompt="please make the player move faster", success=False)
     assert out["plan_id"] == plan_id
 
 
