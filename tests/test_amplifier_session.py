@@ -82,6 +82,11 @@ async def _call_every_tool(tools: dict[str, Any]) -> dict[str, ToolResult]:
     await call("memory_search", {"query": "which Kubernetes version does staging run?"})
     await call("memory_get", {"id": memory_id})
     await call("memory_list", {"limit": 5})
+    if "memory_unlink" in tools:
+        update = {"content": "The staging cluster now runs Kubernetes 1.31", "kind": "fact", "supersedes": memory_id}
+        newer = await tools["memory_store"].execute(update)
+        newer_id = newer.output["id"] if newer.success else "00000000-0000-0000-0000-000000000000"
+        await call("memory_unlink", {"id": newer_id})
     await call("memory_forget", {"id": memory_id})
     if "plan_store" in tools:
         actions = [{"tool": "bash", "args": {"command": "make deploy-staging"}}]
