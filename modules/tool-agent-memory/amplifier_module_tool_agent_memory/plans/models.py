@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator
 
 from ..memory.models import check_point_id, parse_timestamp
+from ..redaction import names_in, redact, redact_json
 from ..validation import ToolInput
 
 MAX_PROMPT_CHARS = 2_000
@@ -73,6 +74,22 @@ class PlanStoreInput(_Input):
         if size > MAX_PLAN_BYTES:
             raise ValueError(f"the plan is {size} bytes of JSON, more than the {MAX_PLAN_BYTES} allowed")
         return actions
+
+
+def redact_plan(inp: PlanStoreInput) -> tuple[PlanStoreInput, dict[str, list[str]]]:
+    """The plan with every secret in its prompt, tool names and args (keys and values, at any depth)
+    redacted, and ``{"prompt" | "actions": [rule names]}`` for the parts that changed."""
+    prompt, prompt_hits = redact(inp.prompt)
+    action_hits: list[str] = []
+    actions = []
+    for action in inp.actions:
+        tool, tool_hits = redact(action.tool)
+        action_hits.extend(tool_hits)
+        args = cast(dict[str, Any], redact_json(action.args, action_hits))
+        # Already validated; redaction only swaps strings for markers, so the step stays valid.
+        actions.append(PlanAction.model_construct(tool=tool, args=args))
+    report = {name: names_in(hits) for name, hits in (("prompt", prompt_hits), ("actions", action_hits)) if hits}
+    return inp.model_copy(update={"prompt": prompt, "actions": actions}), report
 
 
 class PlanLookupInput(_Input):

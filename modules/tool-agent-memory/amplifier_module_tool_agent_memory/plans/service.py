@@ -29,8 +29,9 @@ from ..compare import Comparator, Comparison
 from ..config import PlanConfig
 from ..embeddings.providers import Embedder
 from ..errors import NotFound
+from ..redaction import redact_text
 from ..store.edge import DENSE, Collection, CollectionSpec, IndexSpec, iso, utc_now
-from .models import PlanLookupInput, PlanRecord, PlanRewardInput, PlanStoreInput
+from .models import PlanLookupInput, PlanRecord, PlanRewardInput, PlanStoreInput, redact_plan
 
 if TYPE_CHECKING:
     import qdrant_edge
@@ -158,10 +159,14 @@ class StoreOutcome:
     created: bool
     revived: bool
     steps: int
+    redacted: dict[str, list[str]] = field(default_factory=dict)
 
     def as_output(self) -> dict[str, Any]:
-        return {"plan_id": self.plan_id, "created": self.created, "overwritten": not self.created,
-                "revived": self.revived, "steps": self.steps, "score": 1.0}
+        out = {"plan_id": self.plan_id, "created": self.created, "overwritten": not self.created,
+               "revived": self.revived, "steps": self.steps, "score": 1.0}
+        if self.redacted:
+            out["redacted"] = self.redacted
+        return out
 
     def event_fields(self) -> dict[str, Any]:
         return {"plan_id": self.plan_id, "similarity": None, "count": 1, "created": self.created,
@@ -231,7 +236,8 @@ class PlanService:
         return dict(records[0].payload or {}) if records else None
 
     def store(self, inp: PlanStoreInput) -> StoreOutcome:
-        """Write (or overwrite) the plan of ``inp.prompt``: score 1.0, not stale."""
+        """Write (or overwrite) the plan of ``inp.prompt``: score 1.0, not stale. Secrets are redacted first."""
+        inp, redacted = redact_plan(inp)
         norm = normalise_prompt(inp.prompt)
         plan_id = plan_id_for(inp.prompt)
         vec = self.embedder.embed_documents([inp.prompt])[0]
@@ -259,7 +265,8 @@ class PlanService:
             payload = self._payload(record)
             self.coll.upsert([(plan_id, vec, payload)])
         self._maybe_index()
-        return StoreOutcome(plan_id, created=old is None, revived=bool(old and old.get("stale")), steps=len(actions))
+        return StoreOutcome(plan_id, created=old is None, revived=bool(old and old.get("stale")), steps=len(actions),
+                            redacted=redacted)
 
     @staticmethod
     def _payload(record: PlanRecord) -> dict[str, Any]:
@@ -294,8 +301,10 @@ class PlanService:
     def lookup(self, inp: PlanLookupInput) -> LookupOutcome:
         """The plan of the same request (hit), one to confirm (candidate), or the nearest plans and why not (miss)."""
         top_k = inp.top_k or self.config.top_k
-        vec = self.embedder.embed_query(inp.prompt)
-        candidates = self._judge(inp.prompt, self._nearest(vec, top_k, only_fresh=True))
+        # Stored prompts are redacted: the request is too, so the same request still matches (and is not echoed).
+        prompt = redact_text(inp.prompt)
+        vec = self.embedder.embed_query(prompt)
+        candidates = self._judge(prompt, self._nearest(vec, top_k, only_fresh=True))
         hits = sorted((c for c in candidates if c.hit), key=lambda c: (-c.cosine, -c.score))
         for cand in hits:
             hit = self._take(cand)
@@ -334,15 +343,16 @@ class PlanService:
                 raise NotFound(f"no plan with id {inp.plan_id} for this identity")
             return inp.plan_id, None
         assert inp.prompt is not None
-        own = plan_id_for(inp.prompt)
+        prompt = redact_text(inp.prompt)
+        own = plan_id_for(prompt)
         if self._record(own) is not None:
             return own, 1.0
         # Stale plans count here: the agent rewards the plan it just replayed, stale or not.
-        vec = self.embedder.embed_query(inp.prompt)
-        candidates = self._judge(inp.prompt, self._nearest(vec, self.config.top_k, only_fresh=False))
+        vec = self.embedder.embed_query(prompt)
+        candidates = self._judge(prompt, self._nearest(vec, self.config.top_k, only_fresh=False))
         hits = [c for c in candidates if c.hit]
         if not hits:
-            raise NotFound(f"no cached plan answers the prompt {inp.prompt[:80]!r} for this identity")
+            raise NotFound("no cached plan answers this prompt for this identity")
         best = max(hits, key=lambda c: c.cosine)
         return best.plan_id, best.cosine
 
