@@ -28,6 +28,7 @@ that share few words are DIFFERENT.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -59,6 +60,10 @@ class CompareSettings:
     """Under this whole-text cosine, texts sharing under half their words are about different things."""
     rewording_cosine: float = 0.8
     """Whole-text cosine from which a loose rewording (not aligned) with the same values is decided SAME."""
+    subset_cosine: float | None = None
+    """When set, a second text that only leaves out words of the first (adds none, changes no value,
+    role or polarity) is SAME from this whole-text cosine: a request may omit context its stored
+    plan spelled out. None (the default) treats a left-out word like any other difference."""
 
 
 @dataclass
@@ -151,6 +156,7 @@ class Comparator:
         side_a, side_b = _Side(ra), _Side(rb)
         self._match_words(side_a, rb)
         self._match_words(side_b, ra)
+        self._match_soft(side_a, side_b)
         polarity = self._polarity(ra, rb, side_a, side_b)
         diffs += polarity
         diffs += self._role_differences(ra, rb)
@@ -164,6 +170,12 @@ class Comparator:
         if diffs:
             return Comparison(Verdict.CHANGED, tuple(diffs + word_diffs), cosine, True,
                               "; ".join(d.describe() for d in diffs[:3]))
+        if word_diffs and s.subset_cosine is not None and cosine >= s.subset_cosine and all(
+            d.new is None for d in word_diffs
+        ):
+            left_out = ", ".join(str(d.old) for d in word_diffs)
+            return Comparison(Verdict.SAME, (), cosine, True,
+                              f"same values; leaves out {left_out} (cosine {cosine:.2f})")
         if word_diffs:
             detail = "; ".join(d.describe() for d in word_diffs[:3])
             if aligned:
@@ -252,29 +264,52 @@ class Comparator:
         """Mark which of ``side``'s items ``other`` accounts for (lexically, then by similarity)."""
         other_stems = {it.stem for it in other.items}
         other_stems |= {p for it in other.items for p in it.parts}
-        other_stems |= {stem(t) for t in other.tokens if not t.startswith("<")}
+        other_stems |= {stem(t) for t in other.tokens if not t.startswith("<") and t not in FUNCTION_WORDS}
         other_surfaces = [_surface(it) for it in other.items]
         tokens = [t for t in other.tokens if not t.startswith("<")]
         content_tokens = [t for t in tokens if t not in FUNCTION_WORDS]
-        pending: list[int] = []
+        spelled = _spelled_out(side.reading.tokens, other.tokens)
+        units = {s.unit for s in other.slots if s.unit}
+        # A word repeated more often than the other text says it is not accounted for by it
+        # ("the icon size of the tab bar icons" does not restate "the tap target size of the tab bar icons").
+        budget = Counter(it.stem for it in other.items)
+        seen: Counter[str] = Counter()
         for k, item in enumerate(side.reading.items):
-            if self._lexical(item, other_stems, other_surfaces, tokens, content_tokens):
+            seen[item.stem] += 1
+            if item.kind == "word" and budget[item.stem] and seen[item.stem] > budget[item.stem]:
+                continue
+            if item.pos in spelled or any(
+                item.stem == u or _abbreviation(u, _surface(item)) or _abbreviation(u, item.stem) for u in units
+            ) or self._lexical(item, other_stems, other_surfaces, tokens, content_tokens):
                 side.matched.add(k)
-            else:
-                pending.append(k)
-        if not pending:
+
+    def _match_soft(self, side_a: _Side, side_b: _Side) -> None:
+        """Pair the words neither text accounts for lexically, one to one, by word similarity (synonyms)."""
+        left_a = [k for k in range(len(side_a.reading.items)) if k not in side_a.matched]
+        left_b = [k for k in range(len(side_b.reading.items)) if k not in side_b.matched]
+        if not left_a or not left_b:
             return
-        candidates = [_surface(it) for it in other.items if it.kind == "word"]
-        candidates += [p for it in other.items for p in _raw_parts(it)]
-        for k in pending:
-            item = side.reading.items[k]
-            words = _raw_parts(item) if item.kind == "identifier" else [_surface(item)]
-            if words and all(
-                any(w == c or self.words.similarity(w, c) >= self.settings.synonym for c in candidates)
-                for w in words
-            ):
-                side.matched.add(k)
-                side.soft.add(k)
+        pairs: list[tuple[float, int, int]] = []
+        for ka in left_a:
+            wa = _raw_parts(side_a.reading.items[ka])
+            for kb in left_b:
+                wb = _raw_parts(side_b.reading.items[kb])
+                if not wa or not wb:
+                    continue
+                sim = min(max(self.words.similarity(x, y) for y in wb) for x in wa)
+                if sim >= self.settings.synonym:
+                    pairs.append((sim, ka, kb))
+        used_a: set[int] = set()
+        used_b: set[int] = set()
+        for _, ka, kb in sorted(pairs, reverse=True):
+            if ka in used_a or kb in used_b:
+                continue
+            used_a.add(ka)
+            used_b.add(kb)
+            side_a.matched.add(ka)
+            side_a.soft.add(ka)
+            side_b.matched.add(kb)
+            side_b.soft.add(kb)
 
     @staticmethod
     def _lexical(
@@ -367,6 +402,19 @@ class Comparator:
         sa = len(side_a.matched) / na if na else 0.0
         sb = len(side_b.matched) / nb if nb else 0.0
         return min(sa, sb)
+
+
+def _spelled_out(tokens: Sequence[str], other_tokens: Sequence[str]) -> set[int]:
+    """Positions of ``tokens`` whose initials spell an acronym of the other text ("learning rate" / "lr")."""
+    out: set[int] = set()
+    acronyms = {t for t in other_tokens if 2 <= len(t) <= 5 and t.isalpha() and t not in FUNCTION_WORDS}
+    for acr in acronyms:
+        n = len(acr)
+        for i in range(len(tokens) - n + 1):
+            span = tokens[i : i + n]
+            if all(not t.startswith("<") for t in span) and "".join(t[0] for t in span) == acr:
+                out.update(range(i, i + n))
+    return out
 
 
 def _raw_parts(item: Item) -> list[str]:

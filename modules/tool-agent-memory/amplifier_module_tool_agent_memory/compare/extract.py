@@ -255,6 +255,10 @@ def read(text: str) -> Reading:
             if low.endswith("n't") or low in NEGATORS:
                 negations += 1
                 tokens.append("not")
+            elif low in ("a", "an") and _next_word(matches, i) in TIME_UNITS and len(_next_word(matches, i)) > 1:
+                unit = _next_word(matches, i)
+                add_slot("number", _seconds("1", TIME_UNITS[unit]), text[m.start() : matches[i + 1].end()])
+                i += 1
             elif low in NUMBER_WORDS and not _is_determiner_one(low, matches, i):
                 num = _read_number_words(matches, i)
                 add_number(num, text[m.start() : matches[num.end].end()])
@@ -270,7 +274,8 @@ def read(text: str) -> Reading:
             else:
                 base = low.removesuffix("'s")
                 tokens.append(base)
-                if base not in FUNCTION_WORDS and not (len(base) == 1 and base not in "xyz"):
+                # One letter is a word only when written as a capital (a key: "when P is pressed").
+                if base not in FUNCTION_WORDS and (len(base) > 1 or raw.isupper()):
                     name = (raw[:1].isupper() and not _is_sentence_start(text, m.start())) or (
                         raw.isupper() and len(raw) > 1
                     )
@@ -286,6 +291,11 @@ def read(text: str) -> Reading:
         negated=_negated(tokens),
         roles=_roles(tokens),
     )
+
+
+def _next_word(matches: list[re.Match[str]], i: int) -> str:
+    nxt = matches[i + 1] if i + 1 < len(matches) else None
+    return nxt.group(0).lower() if nxt is not None and nxt.lastgroup == "word" else ""
 
 
 def _is_determiner_one(low: str, matches: list[re.Match[str]], i: int) -> bool:
@@ -315,9 +325,17 @@ def _unit_after(matches: list[re.Match[str]], j: int) -> tuple[str | None, float
     nxt = matches[j + used].group(0).lower() if j + used < len(matches) else ""
     after = matches[j + used + 1].group(0).lower() if j + used + 1 < len(matches) else ""
     rate: str | None = None
+    slash = (
+        used
+        and j + used < len(matches)
+        and matches[j + used].string[matches[j + used - 1].end() : matches[j + used].start()] == "/"
+    )
     if nxt in ("per", "a", "an", "each", "every") and after in TIME_UNITS:
         rate = f"/{TIME_UNITS[after]:g}s"
         used += 2
+    elif slash and nxt in TIME_UNITS:
+        rate = f"/{TIME_UNITS[nxt]:g}s"
+        used += 1
     return noun, None, rate, used
 
 
@@ -408,11 +426,24 @@ def _is_content(token: str) -> bool:
     )
 
 
+_VERB_OPENERS = frozenset(
+    ["please", "pls", "plz", "should", "must", "will", "would", "can", "could", "to", "and", "then", "also", "just"]
+)
+
+
+def _main_verb_position(tokens: list[str], k: int) -> bool:
+    """A privative verb negates only as the request's verb: first word, or after a modal ("should remove").
+
+    "before deleting a project" or "early stopping" name an action or a thing, not the opposite request.
+    """
+    return k == 0 or tokens[k - 1] in _VERB_OPENERS or tokens[k - 1].endswith(":")
+
+
 def _negated(tokens: list[str]) -> frozenset[str]:
     """The item each negator applies to: the next content token within three tokens ("not be enabled")."""
     out: set[str] = set()
     for k, t in enumerate(tokens):
-        if t != "not" and t not in PRIVATIVE_VERBS:
+        if t != "not" and not (t in PRIVATIVE_VERBS and _main_verb_position(tokens, k)):
             continue
         for j in range(k + 1, min(len(tokens), k + 4)):
             if _is_content(tokens[j]):

@@ -44,7 +44,8 @@ FUNCTION_WORDS = _words(
     not no never
     now currently again still already always ever instead ok okay yes
     u ur w
-    use uses used using change changes changed changing let lets make makes made making get gets got getting go goes going went gone
+    use uses used using change changes changed changing let lets make makes made making
+    get gets got getting go goes going went gone
     put puts putting set sets setting take takes took taken taking give gives gave given giving
     """
 )
