@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from .errors import InvalidInput
 from .redaction import redact
 
 # Deepest nesting of a tool input (the input object is level 0; a plan's args sit at level 3).
@@ -44,7 +44,12 @@ def _key_shown(key: object) -> str | None:
     return key
 
 
+_MAX_SHOWN_PARTS = 8
+
+
 def _field_path(loc: tuple[Any, ...]) -> str:
+    if len(loc) > _MAX_SHOWN_PARTS:  # a path thousands deep: its start and its end say enough
+        return f"{_field_path(loc[:4])}…{_field_path(loc[-2:])} ({len(loc)} levels)"
     parts: list[str] = []
     for item in loc:
         if isinstance(item, int):
@@ -53,15 +58,6 @@ def _field_path(loc: tuple[Any, ...]) -> str:
             shown = _key_shown(item)
             parts.append(("." if parts else "") + shown if shown is not None else "[…]")
     return "".join(parts) or "input"
-
-
-def _join(path: str, key: object) -> str:
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    shown = _key_shown(key)
-    if shown is None:
-        return f"{path}[…]" if path else "[…]"
-    return f"{path}.{shown}" if path else shown
 
 
 # ---------------------------------------------------------------------------------------
@@ -175,48 +171,59 @@ def _field_rules(model: type[BaseModel]) -> dict[str, tuple[str, type[BaseModel]
     return rules
 
 
-def check_json_shape(value: Any, path: str = "", max_depth: int = MAX_DEPTH) -> None:
-    """Refuse nesting deeper than ``max_depth`` and non-finite numbers anywhere in ``value``.
+Loc = tuple[int | str, ...]
+
+
+def json_shape_problem(value: Any, max_depth: int = MAX_DEPTH) -> tuple[Loc, str] | None:
+    """Where ``value`` nests deeper than ``max_depth`` or holds a non-finite number, and the rule broken.
 
     Iterative, so a value nested thousands deep is refused instead of exhausting the stack.
     """
-    stack: list[tuple[Any, str, int]] = [(value, path, 0)]
+    stack: list[tuple[Any, Loc]] = [(value, ())]
     while stack:
-        node, where, depth = stack.pop()
+        node, loc = stack.pop()
         if isinstance(node, float) and not math.isfinite(node):
-            raise InvalidInput(f"field '{where or 'input'}': must be a finite number (NaN and infinity are not JSON)")
+            return loc, "must be a finite number (NaN and infinity are not JSON)"
         if isinstance(node, dict | list | tuple):
-            if depth >= max_depth:
-                raise InvalidInput(f"field '{where or 'input'}': nests deeper than {max_depth} levels")
+            if len(loc) >= max_depth:
+                return loc, f"nests deeper than {max_depth} levels"
             items = node.items() if isinstance(node, dict) else enumerate(node)
-            stack.extend((child, _join(where, key), depth + 1) for key, child in items)
+            stack.extend((child, (*loc, key if isinstance(key, int | str) else "?")) for key, child in items)
+    return None
 
 
-def _check_fields(model: type[BaseModel], data: dict[str, Any], prefix: str) -> None:
+def field_problem(model: type[BaseModel], data: dict[str, Any]) -> tuple[Loc, str] | None:
+    """A bool given for a number, or a text field of only invisible characters, in ``model``'s own fields.
+
+    Nested models check their own fields (pydantic prefixes the location).
+    """
     rules = _field_rules(model)
     for name, value in data.items():
-        kind, nested = rules.get(name, ("other", None))
-        where = f"{prefix}.{name}" if prefix else name
-        values = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
-        for index, item in values:
-            at = where if index is None else f"{where}[{index}]"
+        kind = rules.get(name, ("other", None))[0] if isinstance(name, str) else "other"
+        items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
+        for index, item in items:
+            loc: Loc = (name,) if index is None else (name, index)
             if kind == "number" and isinstance(item, bool):
-                raise InvalidInput(f"field '{at}': must be a number, not true or false")
+                return loc, "must be a number, not true or false"
             # Plain whitespace is left to each field's own rule (some strip it, some refuse it).
             if kind == "text" and isinstance(item, str) and item.strip() and not has_visible_text(item):
-                raise InvalidInput(f"field '{at}': {_TEXT_RULE}")
-            if kind == "model" and nested is not None and isinstance(item, dict):
-                _check_fields(nested, item, at)
+                return loc, _TEXT_RULE
+    return None
 
 
-def check_tool_input(model: type[BaseModel], data: dict[str, Any]) -> None:
-    """Every rule of :class:`ToolInput` on raw input ``data``; raises :class:`InvalidInput`."""
-    check_json_shape(data)
-    _check_fields(model, data, "")
+def input_rule_error(title: str, loc: Loc, message: str) -> ValidationError:
+    """A pydantic ValidationError for one broken rule at ``loc``, carrying no input value."""
+    return ValidationError.from_exception_data(
+        title, [InitErrorDetails(type=PydanticCustomError("input_rule", message), loc=loc, input=None)]
+    )
 
 
 class ToolInput(BaseModel):
-    """Base of every tool input model: unknown fields refused, and :func:`check_tool_input` run first."""
+    """Base of every tool input model: unknown fields refused, and the shape rules checked first.
+
+    A broken rule is raised as a pydantic ValidationError (so every caller handles it as it
+    handles the others) whose location is the field, at any depth.
+    """
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
@@ -224,7 +231,9 @@ class ToolInput(BaseModel):
     @classmethod
     def _shape(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            check_tool_input(cls, data)
+            problem = json_shape_problem(data) or field_problem(cls, data)
+            if problem is not None:
+                raise input_rule_error(cls.__name__, *problem)
         return data
 
 
