@@ -23,9 +23,11 @@ import base64
 import binascii
 import builtins
 import keyword
+import logging
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 REDACTED = "[REDACTED:{name}]"
 _MARKER_START = "[REDACTED:"
@@ -563,3 +565,53 @@ def _redact_json(value: object, found: list[str], key: str | None) -> object:
 def names_in(hits: Iterable[str]) -> list[str]:
     """The rule names once each, in first-seen order."""
     return list(dict.fromkeys(hits))
+
+
+# ---------------------------------------------------------------------------------------
+# Logs
+
+# Attributes every LogRecord has; anything else on a record came from ``extra=``.
+_RECORD_ATTRS = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
+
+
+class RedactingFilter(logging.Filter):
+    """Redacts a record's message, its ``extra`` strings and its traceback text before any handler sees them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Rewrite the record in place; never drops it."""
+        try:
+            record.msg = redact_text(record.getMessage())
+            record.args = None
+            for key, value in list(record.__dict__.items()):
+                if key not in _RECORD_ATTRS and isinstance(value, str):
+                    setattr(record, key, redact_text(value))
+            if record.exc_info and not record.exc_text:
+                # Formatters reuse exc_text when it is set: the traceback is shown redacted.
+                record.exc_text = redact_text(logging.Formatter().formatException(record.exc_info))
+        except Exception:  # a log line must never fail the caller
+            return True
+        return True
+
+
+_FILTER = RedactingFilter()
+
+
+def install_log_redaction() -> None:
+    """Put the redacting filter on the logger of every module of this package.
+
+    Filters on a logger see only that logger's own records (not its children's), so each
+    module's logger gets it; loggers are created here first, before their module is imported.
+    """
+    package = __name__.rpartition(".")[0]
+    folder = Path(__file__).parent
+    names = {package}
+    for path in folder.rglob("*.py"):
+        parts = path.relative_to(folder).with_suffix("").parts
+        names.add(".".join((package, *parts)).removesuffix(".__init__"))
+    for name in names:
+        log = logging.getLogger(name)
+        if _FILTER not in log.filters:
+            log.addFilter(_FILTER)
+
+
+install_log_redaction()

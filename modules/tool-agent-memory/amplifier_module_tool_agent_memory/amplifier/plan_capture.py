@@ -44,6 +44,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..runtime import AgentMemory
+from ..validation import describe_validation_error
 
 logger = logging.getLogger(__name__)
 
@@ -240,7 +241,8 @@ class PlanCapture:
         try:
             inp = PlanStoreInput.model_validate({"prompt": prompt, "actions": actions})
         except ValidationError as exc:
-            logger.info("turn not captured: not a valid plan", extra={"error": str(exc)[:300]})
+            # describe_validation_error names fields and rules only (str(exc) would quote the prompt and args).
+            logger.info("turn not captured: not a valid plan", extra={"error": describe_validation_error(exc)[:300]})
             return
         outcome = await asyncio.to_thread(self.runtime.plans().store, inp)
         await self.runtime.emit("plan:stored", {**outcome.event_fields(), "source": "auto_capture",

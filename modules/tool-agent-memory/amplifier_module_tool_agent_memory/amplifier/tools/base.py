@@ -14,10 +14,12 @@ from amplifier_core import ToolResult
 from pydantic import BaseModel, ValidationError
 
 from ...errors import AgentMemoryError
+from ...redaction import redact_text
 from ...runtime import AgentMemory
 from ...validation import describe_validation_error
 
 logger = logging.getLogger("amplifier_module_tool_agent_memory")
+_MAX_DETAIL = 300
 
 
 @dataclass
@@ -96,10 +98,12 @@ class AgentMemoryTool:
                 return self._fail(f"{self.name}: {describe_validation_error(exc)}", "invalid_input")
             outcome = await asyncio.to_thread(self._handler, self.runtime, args)
         except AgentMemoryError as exc:
-            return self._fail(f"{self.name}: {exc}", getattr(exc, "kind", "error"))
+            return self._fail(f"{self.name}: {redact_text(str(exc))}", getattr(exc, "kind", "error"))
         except Exception as exc:
             logger.exception("tool failed", extra={"tool": self.name, "identity": self.runtime.identity_name})
-            return self._fail(f"{self.name} failed: {type(exc).__name__}: {exc}", "internal_error")
+            # An internal message may quote what it choked on: redacted and cut, never verbatim.
+            detail = redact_text(str(exc))[:_MAX_DETAIL]
+            return self._fail(f"{self.name} failed: {type(exc).__name__}: {detail}", "internal_error")
         latency_ms = round((time.perf_counter() - started) * 1000, 2)
         output = {**outcome.output, "identity": self.runtime.identity_name}
         await self.runtime.emit(
