@@ -186,18 +186,45 @@ class MemoryConfig(_Strict):
     plans: PlanConfig = PlanConfig()
     storage: StorageConfig = StorageConfig()
 
+    @field_validator("storage_root")
+    @classmethod
+    def _root_is_a_path(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_root_text(value)
+        return value
+
     def resolved_root(self) -> Path:
         """The storage root: config, then ``AMPLIFIER_MEMORY_ROOT``, then ``~/.amplifier/agent-memory``.
 
-        On the default root, agent-memory stores left under the old default are reported once
-        per process (a warning naming them and how to move them); they are not moved.
+        An empty ``AMPLIFIER_MEMORY_ROOT`` counts as unset; a blank one, or a root that exists
+        but is not a folder, is a :class:`ConfigError`. On the default root, agent-memory stores
+        left under the old default are reported once per process (a warning naming them and
+        how to move them); they are not moved.
         """
-        raw = self.storage_root or os.environ.get(ROOT_ENV)
-        if raw:
-            return Path(raw).expanduser().resolve()
-        root = Path(DEFAULT_STORAGE_ROOT).expanduser().resolve()
-        _warn_about_legacy_stores(root)
+        raw = self.storage_root
+        if raw is None and os.environ.get(ROOT_ENV):
+            raw = os.environ[ROOT_ENV]
+            try:
+                check_root_text(raw)
+            except ValueError as exc:
+                raise ConfigError(f"${ROOT_ENV} {exc}") from exc
+        if raw is None:
+            root = Path(DEFAULT_STORAGE_ROOT).expanduser().resolve()
+            _warn_about_legacy_stores(root)
+        else:
+            root = Path(raw).expanduser().resolve()
+        if root.exists() and not root.is_dir():
+            raise ConfigError(f"the storage root {root} is not a folder; point storage_root (or --root) at a folder")
         return root
+
+
+def check_root_text(value: str) -> None:
+    """A storage root must name a folder: not empty, not only spaces, no NUL (raises ValueError)."""
+    if not value.strip():
+        # "" used to mean the default and "   " made a folder named with spaces: both are mistakes.
+        raise ValueError("must be a folder path, not empty or blank (leave it out for the default)")
+    if "\0" in value:
+        raise ValueError("must not contain a NUL character")
 
 
 def _is_agent_memory_store(folder: Path) -> bool:
