@@ -22,10 +22,18 @@ def load_config_file(path: str) -> dict[str, Any]:
         text = Path(path).expanduser().read_text(encoding="utf-8")
     except OSError as exc:
         raise CliError(f"cannot read --config {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise CliError(f"--config {path} is not UTF-8 text (byte {exc.start}): give a YAML or JSON file") from exc
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise CliError(f"--config {path} is not valid YAML/JSON: {exc}") from exc
+        # Where and what, not the quoted snippet: the file may hold an API key.
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "malformed"
+        raise CliError(f"--config {path} is not valid YAML/JSON{where}: {problem}") from exc
+    except RecursionError as exc:
+        raise CliError(f"--config {path} nests too deeply to be a config") from exc
     if data is None:
         return {}
     if not isinstance(data, dict):

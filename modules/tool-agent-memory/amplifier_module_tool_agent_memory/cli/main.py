@@ -15,7 +15,9 @@ import argparse
 import json
 import logging
 import os
+import stat
 import sys
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,7 +28,8 @@ from pydantic import BaseModel, ValidationError
 from ..config import DEFAULT_STORAGE_ROOT, ROOT_ENV, MemoryConfig, parse_config
 from ..errors import AgentMemoryError, ConfigError, IdentityError, InvalidInput
 from ..identity import DEFAULT_IDENTITY, IDENTITY_ENV, ResolvedIdentity, validate_identity
-from ..validation import describe_validation_error
+from ..redaction import redact_text
+from ..validation import MAX_DEPTH, describe_validation_error, input_rule_error, json_shape_problem
 from .config_file import CliError, load_config_file
 
 if TYPE_CHECKING:
@@ -82,9 +85,9 @@ def build_config(args: argparse.Namespace, identity: str) -> MemoryConfig:
     Without ``--config`` the embedding model is the one the identity's store was written
     with (from its ``store.json``), so the CLI works on any existing store out of the box.
     """
-    raw: dict[str, Any] = load_config_file(args.config) if getattr(args, "config", None) else {}
-    if getattr(args, "root", None):
-        raw["storage_root"] = args.root
+    raw: dict[str, Any] = load_config_file(args.config) if getattr(args, "config", None) is not None else {}
+    if getattr(args, "root", None) is not None:
+        raw["storage_root"] = args.root  # --root '' is refused by the config, not taken for the default
     config = parse_config(raw)
     if "embeddings" not in raw:
         meta = _read_store_meta(config.resolved_root() / identity)
@@ -344,17 +347,45 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def check_output_path(path: str) -> Path:
+    """``--out`` must be a regular file (replaced) or a new path in an existing folder; anything else
+    (a folder, a device, a FIFO, a socket, a symbolic link) is refused before any work is done."""
+    target = Path(path).expanduser()
+    try:
+        st = target.lstat()
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise CliError(f"cannot use --out {target}: {exc.strerror or exc}") from exc
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        raise CliError(f"--out {target} is a symbolic link; give the file itself or a new path")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        what = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise CliError(f"--out {target} is {what}; give a regular file (it is replaced) or a new path")
+    if not target.parent.is_dir():
+        raise CliError(f"--out {target}: the folder {target.parent} does not exist")
+    return target
+
+
 @contextmanager
 def _output_stream(path: str | None) -> Iterator[IO[str]]:
     """stdout, or a file written in full before it replaces ``path`` (no half-written export)."""
     if not path or path == "-":
         yield sys.stdout
         return
-    target = Path(path).expanduser()
-    tmp = target.with_name(f".{target.name}.partial")
+    target = check_output_path(path)
     try:
-        with tmp.open("w", encoding="utf-8") as fh:
+        # A fresh private name (O_EXCL): never writes through a planted link, never shared with another run.
+        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
+    except OSError as exc:
+        raise CliError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
             yield fh
+        check_output_path(path)  # still a regular file or absent: nothing swapped in meanwhile
+        if target.exists():
+            tmp.chmod(stat.S_IMODE(target.stat().st_mode))  # a replaced file keeps its mode; a new one is 0600
         tmp.replace(target)
     except OSError as exc:
         raise CliError(f"cannot write {target}: {exc.strerror or exc}") from exc
@@ -364,6 +395,8 @@ def _output_stream(path: str | None) -> Iterator[IO[str]]:
 
 def cmd_export(args: argparse.Namespace) -> int:
     count = 0
+    if args.out and args.out != "-":
+        check_output_path(args.out)  # refuse a bad --out before opening the store
     # Whatever model wrote the store: export is the way out of a model change (export, move, import).
     with open_runtime(args, adopt_recorded_model=True) as rt, _output_stream(args.out) as out:
         identity = rt.identity_name
@@ -406,8 +439,15 @@ def parse_import_lines(lines: Sequence[str], source: str) -> tuple[list[Any], in
         except json.JSONDecodeError as exc:
             errors.append(f"line {number}: not valid JSON ({exc.msg} at column {exc.colno})")
             continue
+        except RecursionError:
+            errors.append(f"line {number}: nests deeper than {MAX_DEPTH} levels")
+            continue
         if not isinstance(data, dict):
             errors.append(f"line {number}: must be a JSON object, got {type(data).__name__}")
+            continue
+        problem = json_shape_problem(data)
+        if problem is not None:
+            errors.append(f"line {number}: {describe_validation_error(input_rule_error('record', *problem))}")
             continue
         try:
             record = MemoryRecord.model_validate(data)
@@ -602,11 +642,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         # `agent-memory export | head`: the reader left; not an error of ours.
         sys.stderr.close()
         return EXIT_OK
+    except OSError as exc:
+        # The file system said no (a path that is a file, no permission, disk full, ...): say what and where.
+        where = f" ({exc.filename})" if exc.filename else ""
+        _report_error(f"{exc.strerror or type(exc).__name__}{where}", "os_error", args.json)
+        return EXIT_FAILED
     except Exception as exc:
         if args.verbose:
             logging.getLogger(__name__).exception("unexpected failure")
         _report_error(
-            f"unexpected {type(exc).__name__}: {exc} (this is a bug; --verbose shows the traceback)",
+            f"unexpected {type(exc).__name__}: {redact_text(str(exc))[:300]} (this is a bug; --verbose shows the "
+            "traceback)",
             "internal_error",
             args.json,
         )
