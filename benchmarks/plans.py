@@ -9,7 +9,7 @@ is not a hit), recall (positives answered with the right plan), near-miss false 
 (negatives answered with any plan) and the share of ``candidate`` answers.
 
 Leave-one-domain-out (dev-multidomain): the comparison's parameters (``CompareSettings``:
-synonym, aligned, rewording/same cosine) are chosen on five domains from a small grid (highest
+synonym, aligned, rewording/same cosine, subset cosine) are chosen on five domains from a small grid (highest
 recall with precision >= 0.97, else highest precision) and measured on the sixth; the six
 held-out results are summed. The grid re-judges the nearest plans each lookup returned (their
 prompts and cosines) with ``Comparator.judge`` and applies plan_lookup's rule to them, so it
@@ -167,6 +167,7 @@ def rejudge(settings: Any, threshold: float) -> Any:
     from amplifier_module_tool_agent_memory.compare import Comparator
     from amplifier_module_tool_agent_memory.config import EmbeddingConfig
     from amplifier_module_tool_agent_memory.embeddings import get_embedder
+    from amplifier_module_tool_agent_memory.plans.service import to_confirm
 
     comparator = Comparator(get_embedder(EmbeddingConfig()), settings=settings)
 
@@ -175,7 +176,7 @@ def rejudge(settings: Any, threshold: float) -> Any:
         hits = sorted((j for j in judged if j[2].same), key=lambda j: -j[1])
         if hits:
             return "hit", hits[0][0]
-        if any(not c.decided and cos >= threshold for _, cos, c in judged):
+        if any(to_confirm(c, cos, threshold) for _, cos, c in judged):
             return "candidate", None
         return "miss", None
 
@@ -186,21 +187,33 @@ def leave_one_domain_out(lookups: list[Lookup], threshold: float) -> None:
     """Tune CompareSettings on five domains, measure on the sixth; print each fold and the sum."""
     from amplifier_module_tool_agent_memory.compare import CompareSettings
 
-    grid = [CompareSettings(synonym=syn, aligned=al, same_cosine=rc, rewording_cosine=rc)
-            for syn, al, rc in itertools.product((0.5, 0.6, 0.7), (0.5, 0.6, 0.7), (0.75, 0.8, 0.85))]
-    judges = [rejudge(s, threshold) for s in grid]
+    grid = [
+        CompareSettings(synonym=syn, aligned=al, same_cosine=rc, rewording_cosine=rc, subset_cosine=sc)
+        for syn, al, rc, sc in itertools.product((0.5, 0.6, 0.7), (0.5, 0.6, 0.7), (0.7, 0.8), (0.6, 0.7, None))
+    ]
+    # Every lookup's answer under every setting, once; the folds only add them up.
+    answers = [[judge(lk) for lk in lookups] for judge in (rejudge(s, threshold) for s in grid)]
+
+    def score(k: int, idx: list[int]) -> Tally:
+        t = Tally()
+        for i in idx:
+            answer, got = answers[k][i]
+            t.add(lookups[i].positive, answer, got == lookups[i].case)
+        return t
+
     domains = sorted({lk.domain for lk in lookups})
     rows: list[list[object]] = []
     total = Tally()
     for held in domains:
-        train = [lk for lk in lookups if lk.domain != held]
-        test = [lk for lk in lookups if lk.domain == held]
-        scored = [(tally(train, j), k) for k, j in enumerate(judges)]
+        train = [i for i, lk in enumerate(lookups) if lk.domain != held]
+        test = [i for i, lk in enumerate(lookups) if lk.domain == held]
+        scored = [(score(k, train), k) for k in range(len(grid))]
         ok = [(t.recall, t.precision, k) for t, k in scored if t.precision >= TARGET_PRECISION]
         best = max(ok)[2] if ok else max((t.precision, t.recall, k) for t, k in scored)[2]
-        result = tally(test, judges[best])
+        result = score(best, test)
         s = grid[best]
-        rows.append([*result.row(held), f"syn {s.synonym} al {s.aligned} cos {s.rewording_cosine}"])
+        chosen = f"syn {s.synonym} al {s.aligned} cos {s.rewording_cosine} sub {s.subset_cosine}"
+        rows.append([*result.row(held), chosen])
         for name in ("hits", "right", "positives", "negatives", "false_hits", "candidates", "lookups"):
             setattr(total, name, getattr(total, name) + getattr(result, name))
     rows.append([*total.row("all held out"), ""])

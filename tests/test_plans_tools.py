@@ -76,6 +76,19 @@ async def test_an_undecidable_look_alike_is_a_candidate_to_confirm(tools: dict[s
     assert "same request" in out["confirm"]
 
 
+async def test_a_substituted_word_is_a_candidate_naming_it(tools: dict[str, Any]) -> None:
+    await store(tools, "Archive the invoices older than a year", GZIP_PLAN)
+    out = await lookup(tools, "Archive the receipts older than a year")
+    assert out["answer"] == "candidate"
+    assert out["candidate"]["differences"] == ["content: invoices -> receipts"]
+
+
+async def test_a_request_that_only_leaves_out_context_is_a_hit(tools: dict[str, Any]) -> None:
+    stored = await store(tools, "Set the Redis connection pool size to 40 in the staging config", GZIP_PLAN)
+    out = await lookup(tools, "staging config: redis pool size = 40")
+    assert (out["answer"], out["plan_id"]) == ("hit", stored["plan_id"])
+
+
 async def test_a_candidate_does_not_count_as_a_use(tools: dict[str, Any]) -> None:
     await store(tools, GZIP, GZIP_PLAN)
     await lookup(tools, "Shrink last night's logs into a gzip bundle")
@@ -277,7 +290,7 @@ async def test_every_plan_event_carries_identity_plan_id_similarity_and_latency(
         coordinator.hooks.register(event, record, name=f"test-{event}")
     plan_id = (await store(tools, FASTER, FASTER_PLAN))["plan_id"]
     await lookup(tools, FASTER)
-    await lookup(tools, "Make the player move slower")
+    await lookup(tools, "Make the player move faster than 9 m/s")
     await reward(tools, plan_id=plan_id, success=False, tool_failure=True)
     assert [e for e, _ in seen] == ["plan:stored", "plan:hit", "plan:miss", "plan:reward", "plan:stale"]
     for event, data in seen:

@@ -9,7 +9,8 @@ and the auto-capture hooks run it off the event loop.
   (:mod:`..compare`) judge each stored prompt against the request: only a decided
   restatement (same values, roles, polarity and qualifiers in other words) is a *hit*; a
   plan that looks alike (cosine at least ``similarity_threshold``) but that the comparison
-  cannot decide is a *candidate* the agent must confirm before replaying; anything that
+  cannot decide, or that differs only by substituted words, is a *candidate* the agent must
+  confirm before replaying; anything that
   differs in a value, role order, polarity or qualifier is a *miss* whatever its cosine.
 * Every read-modify-write (store, reward, the use counter of a hit) holds the
   collection's lock, so concurrent threads and sessions of one process never lose an update.
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..compare import Comparator, Comparison
+from ..compare import Comparator, CompareSettings, Comparison
 from ..config import PlanConfig
 from ..embeddings.providers import Embedder
 from ..errors import NotFound
@@ -63,6 +64,27 @@ CONFIRM = (
     "Check the stored prompt and what differs; replay the actions only if they do what was asked "
     "(then report it with plan_reward), otherwise plan from scratch."
 )
+
+PLAN_COMPARISON = CompareSettings(subset_cosine=0.6)
+"""The comparison as plan lookup uses it: a request may leave out context its stored prompt spelled
+out ("prod config: postgres pool size = 20" for "Set the Postgres connection pool size to 20 in the
+production config"), so a request that only omits words is the same request from cosine 0.6."""
+
+
+def to_confirm(comparison: Comparison, cosine: float, threshold: float) -> bool:
+    """Whether a stored plan is a ``candidate`` the agent confirms: it looks alike (cosine >= ``threshold``)
+    and the comparison either cannot decide or names only substituted words.
+
+    A substituted word ("Switch" / "Replace", "contact" / "newsletter") may be a synonym or another
+    thing; neither the stemmer nor the word model can tell, the agent can. Values, names,
+    identifiers, role order, polarity and added qualifiers are never left to confirm: those are misses.
+    """
+    if comparison.same or cosine < threshold:
+        return False
+    if not comparison.decided:
+        return True
+    return bool(comparison.differences) and all(d.kind == "content" for d in comparison.differences)
+
 
 _WS = re.compile(r"\s+")
 _TRAILING_PUNCT = re.compile(r"[\s.!?,;:\u2026]+$")
@@ -213,7 +235,7 @@ class PlanService:
         self.embedder = embedder
         self.config = config
         self.clock = clock
-        self.comparator = comparator if comparator is not None else Comparator(embedder)
+        self.comparator = comparator if comparator is not None else Comparator(embedder, settings=PLAN_COMPARISON)
         self._stores_since_check = 0
 
     def unindexed(self) -> int:
@@ -310,10 +332,7 @@ class PlanService:
             hit = self._take(cand)
             if hit is not None:
                 return LookupOutcome(hit, candidates)
-        unsure = [
-            c for c in candidates
-            if not c.comparison.decided and c.cosine >= self.config.similarity_threshold
-        ]
+        unsure = [c for c in candidates if to_confirm(c.comparison, c.cosine, self.config.similarity_threshold)]
         best = max(unsure, key=lambda c: (c.cosine, c.score), default=None)
         return LookupOutcome(None, candidates, best)
 
