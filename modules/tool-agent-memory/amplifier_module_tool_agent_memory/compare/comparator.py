@@ -62,8 +62,9 @@ class CompareSettings:
     """Whole-text cosine from which a loose rewording (not aligned) with the same values is decided SAME."""
     subset_cosine: float | None = None
     """When set, a second text that only leaves out words of the first (adds none, changes no value,
-    role or polarity) is SAME from this whole-text cosine: a request may omit context its stored
-    plan spelled out. None (the default) treats a left-out word like any other difference."""
+    role or polarity, leaves out at most a third of the first's words) is SAME from this whole-text
+    cosine: a request may omit context its stored plan spelled out. None (the default) treats a
+    left-out word like any other difference."""
 
 
 @dataclass
@@ -170,9 +171,10 @@ class Comparator:
         if diffs:
             return Comparison(Verdict.CHANGED, tuple(diffs + word_diffs), cosine, True,
                               "; ".join(d.describe() for d in diffs[:3]))
+        # A request may leave out some context, not most of what the stored text says (a third at most).
         if word_diffs and s.subset_cosine is not None and cosine >= s.subset_cosine and all(
             d.new is None for d in word_diffs
-        ):
+        ) and 3 * len(word_diffs) <= len(ra.items):
             left_out = ", ".join(str(d.old) for d in word_diffs)
             return Comparison(Verdict.SAME, (), cosine, True,
                               f"same values; leaves out {left_out} (cosine {cosine:.2f})")
@@ -230,7 +232,9 @@ class Comparator:
     def _unit_difference(self, sa: Slot, sb: Slot) -> Difference | None:
         if sa.rate and sb.rate and sa.rate != sb.rate:
             return Difference("number", _show(sa), _show(sb))
-        if sa.unit and sb.unit and not self._same_word(sa.unit, sb.unit):
+        # A unit of measure ("48dp" / "48px") must agree; a counted noun ("5 replicas" / "5 pods") is a word
+        # like the others and is compared as one.
+        if (sa.measure or sb.measure) and sa.unit and sb.unit and not self._same_word(sa.unit, sb.unit):
             return Difference("number", _show(sa), _show(sb))
         return None
 
@@ -318,7 +322,9 @@ class Comparator:
         if item.stem in other_stems:
             return True
         if item.kind == "identifier" and item.parts and all(
-            p in other_stems or any(_abbreviation(p, o) or _abbreviation(o, p) for o in other_stems)
+            p in other_stems
+            or p in FUNCTION_WORDS
+            or any(_abbreviation(p, o) or _abbreviation(o, p) for o in other_stems)
             for p in item.parts
         ):
             return True
@@ -353,7 +359,11 @@ class Comparator:
         keys_a = {it.stem for it in ra.items} | {t for t in ra.tokens if t.startswith("<")}
         keys_b = {it.stem for it in rb.items} | {t for t in rb.tokens if t.startswith("<")}
         surfaces = {it.stem: it.text for it in (*ra.items, *rb.items)}
-        for key in sorted((ra.negated ^ rb.negated) & keys_a & keys_b):
+        # "Hide the sidebar" and "the sidebar shouldn't be visible" negate different words but once each.
+        conflicts = []
+        if ra.negations % 2 != rb.negations % 2:
+            conflicts = sorted((ra.negated ^ rb.negated) & keys_a & keys_b)
+        for key in conflicts:
             shown = key[1:-1].split(":", 1)[1] if key.startswith("<") else surfaces.get(key, key)
             out.append(Difference("polarity", f"not {shown}" if key in ra.negated else shown,
                                   f"not {shown}" if key in rb.negated else shown))

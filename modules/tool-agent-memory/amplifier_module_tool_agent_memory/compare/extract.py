@@ -44,6 +44,8 @@ class Slot:
     """For numbers: the counted noun right after it (stemmed), e.g. ``request`` in "20 requests"."""
     rate: str | None = None
     """For numbers: the per-unit of a rate, e.g. ``60`` (seconds) in "20 per minute"."""
+    measure: bool = False
+    """The unit is written onto the number ("48dp", "2Gi"): a unit of measure, compared strictly."""
 
 
 @dataclass(frozen=True)
@@ -193,14 +195,15 @@ def read(text: str) -> Reading:
     slots: list[Slot] = []
     items: list[Item] = []
     tokens: list[str] = []
-    negations = 0
 
-    def add_slot(kind: str, key: str, raw: str, unit: str | None = None, rate: str | None = None) -> None:
-        slots.append(Slot(kind, key, raw, len(tokens), unit, rate))
+    def add_slot(
+        kind: str, key: str, raw: str, unit: str | None = None, rate: str | None = None, measure: bool = False
+    ) -> None:
+        slots.append(Slot(kind, key, raw, len(tokens), unit, rate, measure))
         tokens.append(f"<{kind}:{key}>")
 
     def add_number(num: _Number, raw: str) -> None:
-        add_slot("number", num.key, raw, num.unit, num.rate)
+        add_slot("number", num.key, raw, num.unit, num.rate, num.noun is None and num.unit is not None)
         if num.noun and num.noun not in FUNCTION_WORDS:
             items.append(Item("word", num.noun, stem(num.noun), len(tokens) - 1))
 
@@ -252,8 +255,10 @@ def read(text: str) -> Reading:
             tokens.append("->")
         elif kind == "word":
             low = raw.lower()
-            if low.endswith("n't") or low in NEGATORS:
-                negations += 1
+            if low == "not" and text[: m.start()].rstrip().endswith(","):
+                # "a 404, not a 500": a contrast naming the old side, not a negation of the request.
+                tokens.extend(("rather", "than"))
+            elif low.endswith("n't") or low in NEGATORS:
                 tokens.append("not")
             elif low in ("a", "an") and _next_word(matches, i) in TIME_UNITS and len(_next_word(matches, i)) > 1:
                 unit = _next_word(matches, i)
@@ -287,7 +292,7 @@ def read(text: str) -> Reading:
         slots=tuple(slots),
         items=tuple(items),
         tokens=tuple(tokens),
-        negations=negations,
+        negations=_negation_count(tokens),
         negated=_negated(tokens),
         roles=_roles(tokens),
     )
@@ -315,6 +320,8 @@ def _unit_after(matches: list[re.Match[str]], j: int) -> tuple[str | None, float
     used = 0
     noun: str | None = None
     word = matches[j].group(0).lower() if j < len(matches) and matches[j].lastgroup == "word" else ""
+    if word and matches[j].string[matches[j - 1].end() : matches[j].start()].strip():
+        word = ""  # "max 10, target": punctuation between, so not the number's unit
     if word in TIME_UNITS:
         return None, TIME_UNITS[word], None, 1
     if word in ("percent", "pct"):
@@ -439,6 +446,13 @@ def _main_verb_position(tokens: list[str], k: int) -> bool:
     return k == 0 or tokens[k - 1] in _VERB_OPENERS or tokens[k - 1].endswith(":")
 
 
+def _negation_count(tokens: list[str]) -> int:
+    """Negators plus privative verbs in the request verb's place: their parity is the text's polarity."""
+    return sum(
+        1 for k, t in enumerate(tokens) if t == "not" or (t in PRIVATIVE_VERBS and _main_verb_position(tokens, k))
+    )
+
+
 def _negated(tokens: list[str]) -> frozenset[str]:
     """The item each negator applies to: the next content token within three tokens ("not be enabled")."""
     out: set[str] = set()
@@ -490,7 +504,11 @@ def _roles(tokens: list[str]) -> dict[str, str]:
         if t == "->" or (t == "to" and k > 0 and tokens[k - 1] not in FUNCTION_WORDS):
             assign(prev_item(k), "source")
             assign(next_item(k), "target")
-        elif t == "from" or t in ("replace", "replaces", "replacing") or t == "was":
+        elif (t == "from" and ("to" in tokens[k + 1 :] or "->" in tokens[k + 1 :])) or t in (
+            "replace",
+            "replaces",
+            "replacing",
+        ) or t == "was":
             assign(next_item(k), "source")
         elif (t == "instead" and k + 1 < n and tokens[k + 1] == "of") or (t == "rather" and k + 1 < n and tokens[
             k + 1

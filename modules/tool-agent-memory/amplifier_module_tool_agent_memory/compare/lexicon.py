@@ -41,6 +41,7 @@ FUNCTION_WORDS = _words(
     about per across around through throughout toward towards upon over under up down off out
     what which who whom whose when whenever where wherever while how why whether
     all any each every some such both either neither own same other another
+    most more less least few fewer many much several
     not no never
     now currently again still already always ever instead ok okay yes
     u ur w
