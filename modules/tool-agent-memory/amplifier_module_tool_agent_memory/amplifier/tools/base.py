@@ -13,7 +13,7 @@ from typing import Any
 from amplifier_core import ToolResult
 from pydantic import BaseModel, ValidationError
 
-from ...errors import AgentMemoryError
+from ...errors import AgentMemoryError, InvalidInput
 from ...redaction import redact_text
 from ...runtime import AgentMemory
 from ...validation import describe_validation_error
@@ -88,7 +88,7 @@ class AgentMemoryTool:
         started = time.perf_counter()
         try:
             if input is not None and not isinstance(input, dict):
-                raise AgentMemoryError(f"{self.name} takes a JSON object, got {type(input).__name__}")
+                raise InvalidInput(f"{self.name} takes a JSON object, got {type(input).__name__} (field 'input')")
             # Keys with a leading underscore (e.g. _tool_call_id) belong to the host, not to us.
             data = {k: v for k, v in (input or {}).items() if not str(k).startswith("_")}
             self.runtime.check_ready()
