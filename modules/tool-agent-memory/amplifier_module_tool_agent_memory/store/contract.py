@@ -16,15 +16,19 @@ build policy. An engine only supplies the ``_engine_*`` primitives.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from .journal import Change, Journal
 
 if TYPE_CHECKING:
     import qdrant_edge
@@ -223,12 +227,39 @@ class WriteGate(Protocol):
     def check_write(self, need_bytes: int = 0) -> None:
         """Raise an :class:`~..errors.AgentMemoryError` when this write must be refused."""
 
+    def refusal(self, exc: OSError) -> Exception:
+        """The error to answer for an OS error met while writing (no space, read-only filesystem)."""
+        ...
+
 
 class OpenGate:
     """The gate of a store that can always be written (a server decides for itself)."""
 
     def check_write(self, need_bytes: int = 0) -> None:
         """Allow every write."""
+
+    def refusal(self, exc: OSError) -> Exception:
+        """The OS error itself."""
+        return exc
+
+
+# The payload key holding a checksum of the rest of the payload: bytes changed on disk are detected
+# when read back instead of being returned altered. Never shown to the services.
+PAYLOAD_SUM = "_sum"
+
+
+def payload_sum(payload: dict[str, Any]) -> str:
+    """A checksum (BLAKE2b, 64 bits) of a payload's canonical JSON, without its own checksum key."""
+    body = {k: v for k, v in payload.items() if k != PAYLOAD_SUM}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+    return hashlib.blake2b(canonical.encode(), digest_size=8).hexdigest()
+
+
+def sealed(payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload as stored: the caller's keys and their checksum."""
+    body = {k: v for k, v in payload.items() if k != PAYLOAD_SUM}
+    body[PAYLOAD_SUM] = payload_sum(body)
+    return body
 
 
 def named_vectors(vec: Sequence[float] | dict[str, list[float]]) -> dict[str, list[float]]:
@@ -237,7 +268,15 @@ def named_vectors(vec: Sequence[float] | dict[str, list[float]]) -> dict[str, li
 
 
 class BaseCollection(ABC):
-    """The write path, the read conversions and the index policy, once for every engine."""
+    """The write path, the read checks and the index policy, once for every engine.
+
+    A write: the gate allows it, the change is appended to the journal (when the store keeps one),
+    then applied to the engine; an engine that refuses it has the journal record cut back. A read:
+    every payload's checksum is checked; a payload that fails it is restored from the journal (and
+    rewritten in the engine) or, with no journal copy, answered with ``store_damaged``.
+    """
+
+    journal: Journal | None = None
 
     def __init__(self, name: str, vector_count: int = 1, gate: WriteGate | None = None) -> None:
         self.name = name
@@ -245,6 +284,7 @@ class BaseCollection(ABC):
         self.vector_count = vector_count
         self.lock = threading.RLock()
         self.gate: WriteGate = gate or OpenGate()
+        self.repair_hint = "run `agent-memory repair`"
 
     # Engine primitives: one engine request each, no policy.
 
@@ -252,10 +292,7 @@ class BaseCollection(ABC):
     def _engine_upsert(self, points: list[NamedPoint]) -> None: ...
 
     @abstractmethod
-    def _engine_set_payload(self, point_id: str, payload: dict[str, Any]) -> None: ...
-
-    @abstractmethod
-    def _engine_delete_payload(self, point_id: str, keys: list[str]) -> None: ...
+    def _engine_overwrite_payload(self, point_id: str, payload: dict[str, Any]) -> None: ...
 
     @abstractmethod
     def _engine_update_vector(self, point_id: str, name: str, vector: list[float]) -> None: ...
@@ -264,18 +301,13 @@ class BaseCollection(ABC):
     def _engine_delete(self, point_ids: list[str]) -> None: ...
 
     @abstractmethod
-    def _engine_delete_by_filter(self, flt: qdrant_edge.Filter) -> None: ...
-
-    @abstractmethod
     def _engine_retrieve(self, point_ids: list[str], with_vector: bool) -> list[StoredPoint]: ...
 
     @abstractmethod
-    def query(self, request: qdrant_edge.QueryRequest) -> list[StoredPoint]:
-        """A scored search (Edge request objects on every engine)."""
+    def _engine_query(self, request: qdrant_edge.QueryRequest) -> list[StoredPoint]: ...
 
     @abstractmethod
-    def scroll(self, request: qdrant_edge.ScrollRequest) -> tuple[list[StoredPoint], Any]:
-        """One page of points and the offset of the next page (None at the end)."""
+    def _engine_scroll(self, request: qdrant_edge.ScrollRequest) -> tuple[list[StoredPoint], Any]: ...
 
     @abstractmethod
     def count(self, flt: qdrant_edge.Filter | None = None) -> int:
@@ -293,63 +325,181 @@ class BaseCollection(ABC):
     def close(self) -> None:
         """Persist and release the collection."""
 
-    # The contract, shared.
+    def _after_write(self, changes: int) -> None:  # noqa: B027 - a hook with nothing to do by default
+        """Called after each accepted write (the embedded store checkpoints its journal here)."""
+
+    def _build_need(self) -> int:
+        """Free bytes an index build needs beyond the gate's margin (0: not ours to measure)."""
+        return 0
+
+    def _engine_failure(self, exc: BaseException) -> BaseException:
+        """The error to answer for an engine failure (the embedded store names damaged files)."""
+        return exc
+
+    # The write path.
+
+    def _write(self, changes: list[Change], apply: Callable[[], None]) -> None:
+        with self.lock:
+            self.gate.check_write()
+            mark = None
+            if self.journal is not None:
+                try:
+                    mark = self.journal.append(changes)
+                except OSError as exc:
+                    raise self.gate.refusal(exc) from exc
+            try:
+                apply()
+            except BaseException as exc:
+                if mark is not None and self.journal is not None:
+                    self.journal.rollback(mark, len(changes), changes)
+                failure = self._engine_failure(exc)
+                if failure is exc:
+                    raise
+                raise failure from exc
+            self._after_write(len(changes))
 
     def upsert(self, points: Sequence[PointInput]) -> None:
         """Insert or replace points; a plain vector is the ``dense`` one, a dict names each vector."""
         if not points:
             return
-        batch = [(pid, named_vectors(vec), payload) for pid, vec, payload in points]
+        batch = [(pid, named_vectors(vec), sealed(payload)) for pid, vec, payload in points]
+        changes = [Change("upsert", (pid,), payload, vecs) for pid, vecs, payload in batch]
+        self._write(changes, lambda: self._engine_upsert(batch))
+
+    def _rewrite_payload(self, point_id: str, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
         with self.lock:
-            self.gate.check_write()
-            self._engine_upsert(batch)
+            current = self.retrieve([point_id])
+            if not current:
+                # The engine answers for a missing point as it always has.
+                self._engine_overwrite_payload(point_id, sealed(edit({})))
+                return
+            payload = sealed(edit(dict(current[0].payload or {})))
+            self._write(
+                [Change("payload", (point_id,), payload)], lambda: self._engine_overwrite_payload(point_id, payload)
+            )
 
     def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
         """Set (merge) payload keys of one point."""
-        with self.lock:
-            self.gate.check_write()
-            self._engine_set_payload(point_id, payload)
+        self._rewrite_payload(point_id, lambda current: {**current, **payload})
 
     def delete_payload(self, point_id: str, keys: Sequence[str]) -> None:
         """Remove payload keys of one point."""
-        with self.lock:
-            self.gate.check_write()
-            self._engine_delete_payload(point_id, list(keys))
+        drop = set(keys)
+        self._rewrite_payload(point_id, lambda current: {k: v for k, v in current.items() if k not in drop})
 
     def update_vector(self, point_id: str, name: str, vector: Sequence[float]) -> None:
         """Replace one named vector of one point."""
-        with self.lock:
-            self.gate.check_write()
-            self._engine_update_vector(point_id, name, list(vector))
+        vec = list(vector)
+        self._write(
+            [Change("vector", (point_id,), None, {name: vec})], lambda: self._engine_update_vector(point_id, name, vec)
+        )
 
     def delete(self, point_ids: Sequence[str]) -> None:
-        """Delete points by id (unknown ids are ignored)."""
+        """Delete points by id (unknown ids are ignored); the journal keeps no copy of their records."""
         if not point_ids:
             return
+        ids = [str(pid) for pid in point_ids]
         with self.lock:
-            self.gate.check_write()
-            self._engine_delete(list(point_ids))
+            self._write([Change("delete", tuple(ids))], lambda: self._engine_delete(ids))
+            if self.journal is not None:
+                started = time.perf_counter()
+                removed = self.journal.purge(ids)
+                logger.debug(
+                    "journal purged",
+                    extra={"collection": self.name, "bytes": removed, "ms": (time.perf_counter() - started) * 1000},
+                )
 
     def delete_by_filter(self, flt: qdrant_edge.Filter) -> None:
         """Delete every point the filter matches."""
+        import qdrant_edge as qe
+
         with self.lock:
-            self.gate.check_write()
-            self._engine_delete_by_filter(flt)
+            ids: list[str] = []
+            offset = None
+            while True:
+                page, offset = self._engine_scroll(
+                    qe.ScrollRequest(offset=offset, limit=1024, filter=flt, with_payload=False)
+                )
+                ids.extend(str(p.id) for p in page)
+                if offset is None or not page:
+                    break
+            self.delete(ids)
+
+    # The read path.
+
+    def _checked(self, points: list[StoredPoint]) -> list[StoredPoint]:
+        out = []
+        for point in points:
+            payload = point.payload
+            if not payload or PAYLOAD_SUM not in payload:
+                # A partial payload (with_payload=[...]) or one written before checksums.
+                out.append(point)
+                continue
+            body = {k: v for k, v in payload.items() if k != PAYLOAD_SUM}
+            if payload_sum(body) != payload[PAYLOAD_SUM]:
+                body = self._restore_payload(str(point.id))
+            out.append(replace(point, payload=body))
+        return out
+
+    def _restore_payload(self, point_id: str) -> dict[str, Any]:
+        from ..errors import StoreDamagedError
+
+        logger.error("payload failed its checksum", extra={"collection": self.name, "point": point_id})
+        copy = self.journal.latest(point_id) if self.journal is not None else None
+        if copy is None or copy[0] is None or payload_sum(copy[0]) != copy[0].get(PAYLOAD_SUM):
+            raise StoreDamagedError(
+                f"the stored payload of {point_id} in collection {self.name!r} is damaged (its checksum does not "
+                f"match) and no intact copy exists; {self.repair_hint}"
+            )
+        payload = copy[0]
+        with self.lock:
+            try:
+                self._engine_overwrite_payload(point_id, payload)
+            except Exception:
+                logger.exception("could not rewrite a restored payload", extra={"point": point_id})
+        return {k: v for k, v in payload.items() if k != PAYLOAD_SUM}
+
+    def _read(self, call: Callable[[], Any]) -> Any:
+        try:
+            return call()
+        except BaseException as exc:
+            failure = self._engine_failure(exc)
+            if failure is exc:
+                raise
+            raise failure from exc
 
     def retrieve(self, point_ids: Sequence[str], with_vector: bool = False) -> list[StoredPoint]:
         """The points of these ids that exist, in the order asked, with their payloads."""
         if not point_ids:
             return []
-        return self._engine_retrieve(list(point_ids), with_vector)
+        ids = list(point_ids)
+        return self._checked(self._read(lambda: self._engine_retrieve(ids, with_vector)))
+
+    def query(self, request: qdrant_edge.QueryRequest) -> list[StoredPoint]:
+        """A scored search (Edge request objects on every engine)."""
+        return self._checked(self._read(lambda: self._engine_query(request)))
+
+    def scroll(self, request: qdrant_edge.ScrollRequest) -> tuple[list[StoredPoint], Any]:
+        """One page of points and the offset of the next page (None at the end)."""
+        records, offset = self._read(lambda: self._engine_scroll(request))
+        return self._checked(records), offset
 
     def index_if_needed(self, min_unindexed: int) -> float | None:
         """Build the HNSW index when at least ``min_unindexed`` points are searched by brute force.
 
         Qdrant Edge has no background optimizer, and ``optimize()`` holds the process while it runs
         (seconds per 10k points), so callers invoke this at natural pauses: after a bulk import,
-        or every few hundred single writes. Returns the seconds spent, or None when nothing was due.
+        or every few hundred single writes. Returns the seconds spent, or None when nothing was due
+        (or the disk has no room for the build: searches stay exact, by brute force, until it has).
         """
+        from ..errors import AgentMemoryError
+
         if self.unindexed_count() < min_unindexed:
+            return None
+        try:
+            self.gate.check_write(self._build_need())
+        except AgentMemoryError as exc:
+            logger.warning("index build postponed", extra={"collection": self.name, "reason": str(exc)})
             return None
         started = time.perf_counter()
         with self.lock:

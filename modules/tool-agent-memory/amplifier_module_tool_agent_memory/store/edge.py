@@ -22,11 +22,12 @@ import logging
 import os
 import shutil
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ModelMismatchError, StoreInUseError
+from ..errors import AgentMemoryError, ModelMismatchError, ReadOnlyStoreError, StoreDamagedError, StoreInUseError
 from ..identity import validate_identity
 from .contract import (
     COMPACT_LAYOUT,
@@ -42,9 +43,13 @@ from .contract import (
     StoredPoint,
     iso,
     open_with_other_model,
+    sealed,
     utc_now,
 )
+from .files import check_shard, open_no_follow, refuse_links, remove_interrupted_builds, sparse_copy_tree
+from .journal import CHECKPOINT_EVERY, Change, Journal
 from .memtrim import release_heap, release_mapped_pages
+from .space import DiskGate, allocated_bytes, is_read_only, open_need
 
 # The contract's names are re-exported: callers that know only the embedded store import them from here.
 __all__ = [
@@ -75,6 +80,8 @@ logger = logging.getLogger(__name__)
 
 STORE_META = "store.json"
 LOCK_FILE = ".lock"
+JOURNAL_DIR = "journal"
+
 
 def _tier(tier: MemoryTier | None) -> qdrant_edge.Memory | None:
     import qdrant_edge as qe
@@ -134,7 +141,8 @@ def _edge_config(spec: CollectionSpec, dim: int) -> qdrant_edge.EdgeConfig:
         )
         for name in spec.vectors
     }
-    return qe.EdgeConfig(vectors=vectors, payload_memory=_tier(layout.payload))
+    # No Edge WAL: the journal is the log (and keeps no copy of a forgotten point's text).
+    return qe.EdgeConfig(vectors=vectors, payload_memory=_tier(layout.payload), wal_enabled=False)
 
 
 def _stored(point: Any) -> StoredPoint:
@@ -147,57 +155,72 @@ def _stored(point: Any) -> StoredPoint:
     )
 
 
+def _is_panic(exc: BaseException) -> bool:
+    # pyo3 turns a Rust panic into pyo3_runtime.PanicException, a BaseException.
+    return type(exc).__name__ == "PanicException"
+
+
 class EdgeCollection(BaseCollection):
-    """One Qdrant Edge shard."""
+    """One Qdrant Edge shard, journaled (see :mod:`.journal`) and gated by free space (see :mod:`.space`)."""
 
-    def __init__(self, name: str, shard: qdrant_edge.EdgeShard, vector_count: int = 1) -> None:
-        super().__init__(name, vector_count)
+    def __init__(
+        self,
+        name: str,
+        shard: qdrant_edge.EdgeShard,
+        vector_count: int = 1,
+        *,
+        path: Path | None = None,
+        gate: DiskGate | None = None,
+        journal: Journal | None = None,
+        repair_hint: str = "run `agent-memory repair`",
+    ) -> None:
+        super().__init__(name, vector_count, gate)
         self.shard = shard
+        self.path = path
+        self.journal = journal
+        self.repair_hint = repair_hint
+        self._since_checkpoint = 0
 
-    def _update(self, operation: qdrant_edge.UpdateOperation) -> None:
-        self.shard.update(operation)
+    def _engine_failure(self, exc: BaseException) -> BaseException:
+        if isinstance(exc, AgentMemoryError | KeyboardInterrupt | SystemExit):
+            return exc
+        if _is_panic(exc) or "Failed to decode" in str(exc) or "Service runtime error" in str(exc):
+            return StoreDamagedError(
+                f"the storage engine failed reading collection {self.name!r} ({str(exc)[:200]}); {self.repair_hint}"
+            )
+        return exc
 
     def _engine_upsert(self, points: list[NamedPoint]) -> None:
         import qdrant_edge as qe
 
-        self._update(
+        self.shard.update(
             qe.UpdateOperation.upsert_points([qe.Point(pid, dict(vecs), payload) for pid, vecs, payload in points])
         )
 
-    def _engine_set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
+    def _engine_overwrite_payload(self, point_id: str, payload: dict[str, Any]) -> None:
         import qdrant_edge as qe
 
-        self._update(qe.UpdateOperation.set_payload([point_id], payload))
-
-    def _engine_delete_payload(self, point_id: str, keys: list[str]) -> None:
-        import qdrant_edge as qe
-
-        self._update(qe.UpdateOperation.delete_payload([point_id], keys))
+        self.shard.update(qe.UpdateOperation.overwrite_payload([point_id], payload))
 
     def _engine_update_vector(self, point_id: str, name: str, vector: list[float]) -> None:
         import qdrant_edge as qe
 
-        self._update(qe.UpdateOperation.update_vectors([qe.PointVectors(point_id, {name: vector})]))
+        self.shard.update(qe.UpdateOperation.update_vectors([qe.PointVectors(point_id, {name: vector})]))
 
     def _engine_delete(self, point_ids: list[str]) -> None:
         import qdrant_edge as qe
 
-        self._update(qe.UpdateOperation.delete_points(list[Any](point_ids)))
-
-    def _engine_delete_by_filter(self, flt: qdrant_edge.Filter) -> None:
-        import qdrant_edge as qe
-
-        self._update(qe.UpdateOperation.delete_points_by_filter(flt))
+        self.shard.update(qe.UpdateOperation.delete_points(list[Any](point_ids)))
 
     def _engine_retrieve(self, point_ids: list[str], with_vector: bool) -> list[StoredPoint]:
-        return [_stored(p) for p in self.shard.retrieve(list[Any](point_ids), with_payload=True, with_vector=with_vector)]
+        return [
+            _stored(p) for p in self.shard.retrieve(list[Any](point_ids), with_payload=True, with_vector=with_vector)
+        ]
 
-    def query(self, request: qdrant_edge.QueryRequest) -> list[StoredPoint]:
-        """A scored search."""
+    def _engine_query(self, request: qdrant_edge.QueryRequest) -> list[StoredPoint]:
         return [_stored(p) for p in self.shard.query(request)]
 
-    def scroll(self, request: qdrant_edge.ScrollRequest) -> tuple[list[StoredPoint], Any]:
-        """One page of points and the offset of the next page (None at the end)."""
+    def _engine_scroll(self, request: qdrant_edge.ScrollRequest) -> tuple[list[StoredPoint], Any]:
         records, next_offset = self.shard.scroll(request)
         return [_stored(p) for p in records], next_offset
 
@@ -205,7 +228,7 @@ class EdgeCollection(BaseCollection):
         """Exact number of points (matching ``flt``)."""
         import qdrant_edge as qe
 
-        return int(self.shard.count(qe.CountRequest(filter=flt, exact=True)))
+        return int(self._read(lambda: self.shard.count(qe.CountRequest(filter=flt, exact=True))))
 
     def unindexed_count(self) -> int:
         """Points whose vectors are not in the HNSW index yet (searched by brute force)."""
@@ -214,41 +237,172 @@ class EdgeCollection(BaseCollection):
 
     def optimize(self) -> None:
         """Index every unindexed vector now (blocking: Edge runs no optimizer in the background)."""
-        self.shard.optimize()
+        with self.lock:
+            self.shard.optimize()
+            self.persist()
+
+    def _build_need(self) -> int:
+        # Measured: an index build of 10k memories took the segments from 43 to 86 MB.
+        return 2 * allocated_bytes(self.path / "segments") if self.path is not None else 0
+
+    def _after_write(self, changes: int) -> None:
+        self._since_checkpoint += changes
+        if self._since_checkpoint >= CHECKPOINT_EVERY:
+            self.persist()
+
+    def persist(self) -> None:
+        """Flush the engine and advance the journal's checkpoint to its newest change."""
+        with self.lock:
+            self.shard.flush()
+            if self.journal is not None and not self.journal.read_only:
+                self.journal.checkpoint()
+            self._since_checkpoint = 0
 
     def close(self) -> None:
-        """Flush and close the shard."""
+        """Flush and close the shard and its journal."""
         with self.lock:
             try:
-                self.shard.flush()
+                if not (self.journal is not None and self.journal.read_only):
+                    self.persist()
             finally:
-                self.shard.close()
+                try:
+                    self.shard.close()
+                finally:
+                    if self.journal is not None:
+                        self.journal.close()
 
 
-def _open_shard(path: Path, spec: CollectionSpec, dim: int) -> qdrant_edge.EdgeShard:
+def _repair_hint(identity: str) -> str:
+    return f"run `agent-memory repair --identity {identity}` to rebuild it from its journal"
+
+
+def _load_shard(path: Path, spec: CollectionSpec, dim: int, hint: str) -> qdrant_edge.EdgeShard:
+    """Load (or create, without Edge's own WAL: the journal is the log) a shard; damage is an error, never a crash."""
     import qdrant_edge as qe
 
     try:
         if (path / "edge_config.json").exists():
-            shard = qe.EdgeShard.load(str(path))
-        else:
-            shard = qe.EdgeShard.create(str(path), _edge_config(spec, dim))
-    except Exception as exc:
+            check_shard(path, hint)
+            return qe.EdgeShard.load(str(path))
+        return qe.EdgeShard.create(str(path), _edge_config(spec, dim))
+    except AgentMemoryError:
+        raise
+    except BaseException as exc:
         if "WouldBlock" in str(exc):
             raise StoreInUseError(_in_use_message(path.parent)) from exc
-        raise
-    existing = shard.info().payload_schema
-    for index in spec.indexes:
-        if index.field not in existing:
-            shard.update(
-                qe.UpdateOperation.create_field_index(index.field, _index_schema(index, spec.layout.payload_indexes))
+        if isinstance(exc, KeyboardInterrupt | SystemExit | MemoryError):
+            raise
+        raise StoreDamagedError(f"the store files under {path} cannot be opened ({str(exc)[:300]}); {hint}") from exc
+
+
+def _replay(coll: EdgeCollection, journal: Journal) -> int:
+    """Apply the journal's changes the engine may not hold (after its checkpoint); returns how many."""
+    applied = 0
+    for entry in journal.entries(after_seq=journal.engine_seq):
+        apply_change(coll, entry.change)
+        applied += 1
+    if applied:
+        coll.persist()
+        logger.warning("journal replayed", extra={"collection": coll.name, "changes": applied})
+    return applied
+
+
+def apply_change(coll: BaseCollection, change: Change) -> None:
+    """Apply one journal change to the engine only (replay and repair)."""
+    pid = change.ids[0] if change.ids else ""
+    if change.op == "upsert" and change.payload is not None:
+        coll._engine_upsert([(pid, dict(change.vectors or {}), change.payload)])
+    elif change.op == "payload" and change.payload is not None:
+        try:
+            coll._engine_overwrite_payload(pid, change.payload)
+        except Exception:
+            # The point was deleted later in the journal; its delete follows.
+            logger.debug("replayed payload of a missing point", extra={"point": pid})
+    elif change.op == "vector":
+        for name, vec in (change.vectors or {}).items():
+            try:
+                coll._engine_update_vector(pid, name, vec)
+            except Exception:
+                logger.debug("replayed vector of a missing point", extra={"point": pid})
+    elif change.op == "delete":
+        coll._engine_delete(list(change.ids))
+
+
+def _vectors_of(point: Any) -> dict[str, list[float]]:
+    vectors = point.vector if isinstance(point.vector, dict) else {DENSE: point.vector}
+    return {str(k): [float(x) for x in v] for k, v in vectors.items() if v is not None}
+
+
+def _bootstrap(coll: EdgeCollection, journal: Journal) -> int:
+    """Write the engine's current points into an empty journal (a store from before journals)."""
+    import qdrant_edge as qe
+
+    written = 0
+    offset = None
+    while True:
+        page, offset = coll.shard.scroll(
+            qe.ScrollRequest(offset=offset, limit=256, with_payload=True, with_vector=True)
+        )
+        changes = [Change("upsert", (str(p.id),), sealed(dict(p.payload or {})), _vectors_of(p)) for p in page]
+        if changes:
+            journal.append(changes)
+            written += len(changes)
+        if offset is None or not page:
+            break
+    journal.checkpoint()
+    if written:
+        logger.warning("journal started from the engine's points", extra={"collection": coll.name, "points": written})
+    return written
+
+
+def _open_collection(store: IdentityStore, spec: CollectionSpec) -> EdgeCollection:
+    import qdrant_edge as qe
+
+    path = store.data_path / spec.name
+    hint = _repair_hint(store.identity)
+    refuse_links(path, store.data_path)
+    refuse_links(store.data_path / JOURNAL_DIR / spec.name, store.data_path)
+    gate = store.gate
+    if not gate.read_only:
+        remove_interrupted_builds(path)
+        gate.check_open(open_need(path))
+    shard = _load_shard(path, spec, store.dim, hint)
+    journal = Journal(store.data_path / JOURNAL_DIR / spec.name, read_only=gate.read_only)
+    coll = EdgeCollection(spec.name, shard, len(spec.vectors), path=path, gate=gate, journal=journal, repair_hint=hint)
+    try:
+        report = journal.open()
+        if not gate.read_only:
+            if report.records == 0 and report.damaged == 0:
+                _bootstrap(coll, journal)
+            else:
+                _replay(coll, journal)
+            existing = shard.info().payload_schema
+            for index in spec.indexes:
+                if index.field not in existing:
+                    shard.update(
+                        qe.UpdateOperation.create_field_index(
+                            index.field, _index_schema(index, spec.layout.payload_indexes)
+                        )
+                    )
+        engine = coll.count()
+        if engine < journal.live_count:
+            raise StoreDamagedError(
+                f"collection {spec.name!r} of identity {store.identity!r} lost points: the engine holds {engine}, "
+                f"its journal {journal.live_count} (last change #{journal.last_seq}); {hint}. "
+                "Until then `agent-memory export` reads the journal"
             )
-    # Opening replays the WAL and reads the appendable segment's 32 MB index pages: ~130 MB of
-    # file pages and ~55 MB of freed heap per shard that serving never reads again.
+    except BaseException:
+        try:
+            shard.close()
+        finally:
+            journal.close()
+        raise
+    # Opening reads the appendable segment's 32 MB index pages: ~130 MB of file pages and ~55 MB of
+    # freed heap per shard that serving never reads again.
     release_mapped_pages(path)
     release_heap()
     _warm_page_cache(path)
-    return shard
+    return coll
 
 
 _READAHEAD_STEP = 8 * 1024 * 1024
@@ -298,7 +452,11 @@ def _in_use_message(path: Path) -> str:
 
 @dataclass
 class IdentityStore:
-    """An identity's open store: its lock, its model record and its collections."""
+    """An identity's open store: its lock, its model record, its write gate and its collections.
+
+    On read-only media the store is opened from a private copy (``data_path``, sparse files kept
+    sparse) because Qdrant Edge cannot open files it may not write; every write answers ``read_only``.
+    """
 
     identity: str
     path: Path
@@ -307,30 +465,66 @@ class IdentityStore:
     # Export reads records and embeds nothing: it takes the store's recorded model as its own, so a
     # store written by a model no longer configured (or installed) can still be exported.
     adopt_recorded_model: bool = False
+    root: Path | None = None
+    read_only: bool = False
+    data_path: Path = field(default=Path())
+    gate: DiskGate = field(default_factory=lambda: DiskGate(Path()))
     _lock_fd: int = -1
+    _scratch: Path | None = None
     _collections: dict[str, EdgeCollection] = field(default_factory=dict)
     _guard: threading.Lock = field(default_factory=threading.Lock)
 
     def open(self) -> None:
-        """Take the process lock and check (or record) the embedding model."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        """Refuse links, take the process lock and check (or record) the embedding model."""
+        root = self.root or self.path.parent
+        refuse_links(self.path, root)
+        if not self.path.exists():
+            anchor = next(p for p in (self.path, *self.path.parents) if p.exists())
+            if is_read_only(anchor):
+                raise ReadOnlyStoreError(f"there is no memory store at {self.path} and {anchor} cannot be written")
+            DiskGate(anchor).check_open(0)
+            self.path.mkdir(parents=True, exist_ok=True)
+        self.read_only = self.read_only or is_read_only(self.path)
+        self.data_path = self.path
+        self.gate = DiskGate(self.path, read_only=self.read_only)
+        if self.read_only:
+            self._open_copy()
+        else:
+            self._lock()
+        try:
+            self._check_model()
+        except BaseException:
+            self._release()
+            raise
+
+    def _lock(self) -> None:
+        lock = self.path / LOCK_FILE
+        if lock.exists() and not lock.is_file():
+            raise StoreDamagedError(f"{lock} is not a regular file; remove it (no process holds a store through it)")
+        fd = open_no_follow(lock, os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
             os.close(fd)
             raise StoreInUseError(_in_use_message(self.path)) from exc
         self._lock_fd = fd
-        try:
-            self._check_model()
-        except Exception:
-            self._unlock()
-            raise
+
+    def _open_copy(self) -> None:
+        import tempfile
+
+        started = time.perf_counter()
+        self._scratch = Path(tempfile.mkdtemp(prefix="agent-memory-ro-"))
+        self.data_path = self._scratch / self.path.name
+        copied = sparse_copy_tree(self.path, self.data_path, skip=frozenset({LOCK_FILE}))
+        logger.info(
+            "read-only store opened from a copy",
+            extra={"path": str(self.path), "bytes": copied, "ms": round((time.perf_counter() - started) * 1000, 1)},
+        )
 
     def _check_model(self) -> None:
-        meta_path = self.path / STORE_META
-        if meta_path.exists():
-            meta = json.loads(meta_path.read_text())
+        meta_path = self.data_path / STORE_META
+        if meta_path.exists() or meta_path.is_symlink():
+            meta = self._read_meta(meta_path)
             if self.adopt_recorded_model and "model_id" in meta:
                 self.model_id, self.dim = str(meta["model_id"]), int(meta.get("dim", -1))
                 return
@@ -343,32 +537,46 @@ class IdentityStore:
                     "aside, then `agent-memory import memories.jsonl` with the new model"
                 )
             return
+        if self.read_only:
+            return
         meta = {"model_id": self.model_id, "dim": self.dim, "schema": SCHEMA_VERSION, "created_at": iso(utc_now())}
-        tmp = meta_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(meta, indent=2))
-        tmp.replace(meta_path)
+        write_meta(self.path, meta)
+
+    def _read_meta(self, meta_path: Path) -> dict[str, Any]:
+        fd = open_no_follow(meta_path, os.O_RDONLY)
+        try:
+            with os.fdopen(fd, "rb") as fh:
+                raw = fh.read(1 << 20)
+            meta = json.loads(raw)
+            if not isinstance(meta, dict):
+                raise ValueError("not a JSON object")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise StoreDamagedError(
+                f"{meta_path} is damaged ({exc}); it records the embedding model the store was written with. "
+                f'Write it again as {{"model_id": "<model>", "dim": <dim>, "schema": {SCHEMA_VERSION}}} '
+                "with the model the store was written with"
+            ) from exc
+        return meta
 
     def collection(self, spec: CollectionSpec) -> EdgeCollection:
         """The collection, opened (or created with its indexes) on first use."""
         with self._guard:
             coll = self._collections.get(spec.name)
             if coll is None:
-                shard = _open_shard(self.path / spec.name, spec, self.dim)
-                coll = EdgeCollection(spec.name, shard, len(spec.vectors))
+                coll = _open_collection(self, spec)
                 self._collections[spec.name] = coll
             return coll
 
+    def journal_only(self, spec: CollectionSpec) -> Journal:
+        """The collection's journal opened for reading, without the engine (export when the engine fails)."""
+        journal = Journal(self.data_path / JOURNAL_DIR / spec.name, read_only=True)
+        journal.open()
+        return journal
+
     def disk_bytes(self) -> int:
         """Bytes on disk under the store's folder (allocated blocks, not apparent size)."""
-        total = 0
-        for root, _dirs, files in os.walk(self.path):
-            for name in files:
-                try:
-                    # Qdrant preallocates sparse files: their apparent size is ~300 MiB for an empty store.
-                    total += os.stat(os.path.join(root, name)).st_blocks * 512
-                except OSError:
-                    continue
-        return total
+        # Qdrant preallocates sparse files: their apparent size is ~300 MiB for an empty store.
+        return allocated_bytes(self.path)
 
     def close(self) -> None:
         """Flush and close every collection, then release the process lock."""
@@ -379,13 +587,26 @@ class IdentityStore:
                 except Exception:
                     logger.exception("closing collection failed", extra={"collection": coll.name})
             self._collections.clear()
-            self._unlock()
+            self._release()
 
-    def _unlock(self) -> None:
+    def _release(self) -> None:
         if self._lock_fd >= 0:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             os.close(self._lock_fd)
             self._lock_fd = -1
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
+
+
+def write_meta(path: Path, meta: dict[str, Any]) -> None:
+    """Write ``store.json`` atomically (never through a link)."""
+    meta_path = path / STORE_META
+    tmp = meta_path.with_suffix(".tmp")
+    fd = open_no_follow(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(json.dumps(meta, indent=2))
+    os.replace(tmp, meta_path)
 
 
 @dataclass
@@ -406,12 +627,19 @@ def acquire_store(
     ``adopt_recorded_model``: open the store whatever model wrote it (for export, which embeds nothing).
     """
     # The identity becomes a folder name: refuse (never normalise) anything that could leave the root.
-    path = (root / validate_identity(identity)).resolve()
+    # The root itself may be a link; nothing below it may be (see files.refuse_links).
+    root = root.resolve()
+    path = root / validate_identity(identity)
     with _registry_lock:
         entry = _registry.get(path)
         if entry is None:
             store = IdentityStore(
-                identity=identity, path=path, model_id=model_id, dim=dim, adopt_recorded_model=adopt_recorded_model
+                identity=identity,
+                path=path,
+                model_id=model_id,
+                dim=dim,
+                adopt_recorded_model=adopt_recorded_model,
+                root=root,
             )
             store.open()
             entry = _Entry(store)

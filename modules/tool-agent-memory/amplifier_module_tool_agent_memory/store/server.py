@@ -400,13 +400,9 @@ class ServerCollection(BaseCollection):
         with _server_errors(self.url):
             self.client.upsert(self.server_name, points=batch, wait=True)
 
-    def _engine_set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
+    def _engine_overwrite_payload(self, point_id: str, payload: dict[str, Any]) -> None:
         with _server_errors(self.url):
-            self.client.set_payload(self.server_name, payload=payload, points=[point_id], wait=True)
-
-    def _engine_delete_payload(self, point_id: str, keys: list[str]) -> None:
-        with _server_errors(self.url):
-            self.client.delete_payload(self.server_name, keys=keys, points=[point_id], wait=True)
+            self.client.overwrite_payload(self.server_name, payload=payload, points=[point_id], wait=True)
 
     def _engine_update_vector(self, point_id: str, name: str, vector: list[float]) -> None:
         from qdrant_client.http import models as qm
@@ -422,13 +418,6 @@ class ServerCollection(BaseCollection):
         with _server_errors(self.url):
             self.client.delete(self.server_name, points_selector=qm.PointIdsList(points=list(point_ids)), wait=True)
 
-    def _engine_delete_by_filter(self, flt: qdrant_edge.Filter) -> None:
-        from qdrant_client.http import models as qm
-
-        selector = qm.FilterSelector(filter=to_filter(flt) or qm.Filter())
-        with _server_errors(self.url):
-            self.client.delete(self.server_name, points_selector=selector, wait=True)
-
     def _engine_retrieve(self, point_ids: list[str], with_vector: bool) -> list[StoredPoint]:
         with _server_errors(self.url):
             records = self.client.retrieve(
@@ -438,8 +427,7 @@ class ServerCollection(BaseCollection):
         rank = {str(pid): i for i, pid in enumerate(point_ids)}
         return [_point(r) for r in sorted(records, key=lambda r: rank.get(str(r.id), len(rank)))]
 
-    def query(self, request: qdrant_edge.QueryRequest) -> list[StoredPoint]:
-        """A scored search, translated to qdrant_client."""
+    def _engine_query(self, request: qdrant_edge.QueryRequest) -> list[StoredPoint]:
         query, using = to_query(request.query)
         with _server_errors(self.url):
             response = self.client.query_points(
@@ -457,8 +445,7 @@ class ServerCollection(BaseCollection):
             )
         return [_point(p) for p in response.points]
 
-    def scroll(self, request: qdrant_edge.ScrollRequest) -> tuple[list[StoredPoint], Any]:
-        """One page of points and the offset of the next page (None at the end)."""
+    def _engine_scroll(self, request: qdrant_edge.ScrollRequest) -> tuple[list[StoredPoint], Any]:
         with _server_errors(self.url):
             records, next_offset = self.client.scroll(
                 self.server_name,
