@@ -58,6 +58,8 @@ class CompareSettings:
     """Whole-text cosine a difference-free pair with soft (synonym) matches needs to be decided SAME."""
     different_cosine: float = 0.45
     """Under this whole-text cosine, texts sharing under half their words are about different things."""
+    local_words: int = 2
+    """At most this many left-over words per side, amid two or more shared ones, is a localised difference."""
     rewording_cosine: float = 0.8
     """Whole-text cosine from which a loose rewording (not aligned) with the same values is decided SAME."""
     subset_cosine: float | None = None
@@ -164,7 +166,11 @@ class Comparator:
         word_diffs = self._word_differences(side_a, side_b)
         share = self._share(side_a, side_b)
         s = self.settings
-        aligned = share >= s.aligned
+        left_over = max(len(ra.items) - len(side_a.matched), len(rb.items) - len(side_b.matched))
+        # Aligned: most words shared, or the difference is confined to a few words amid shared ones.
+        aligned = share >= s.aligned or (
+            left_over <= s.local_words and min(len(side_a.matched), len(side_b.matched)) >= 2
+        )
         if not aligned and cosine < s.different_cosine:
             return Comparison(Verdict.DIFFERENT, tuple(diffs + word_diffs), cosine, True,
                               f"cosine {cosine:.2f} and {share:.0%} of words shared: about something else")
