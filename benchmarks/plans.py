@@ -9,12 +9,13 @@ is not a hit), recall (positives answered with the right plan), near-miss false 
 (negatives answered with any plan) and the share of ``candidate`` answers.
 
 Leave-one-domain-out (dev-multidomain): the comparison's parameters (``CompareSettings``:
-synonym, aligned, rewording/same cosine, subset cosine) are chosen on five domains from a small grid (highest
-recall with precision >= 0.97, else highest precision) and measured on the sixth; the six
-held-out results are summed. The grid re-judges the nearest plans each lookup returned (their
-prompts and cosines) with ``Comparator.judge`` and applies plan_lookup's rule to them, so it
-needs no new store per setting. Skips cleanly when the data folder is missing. ``--verbose``
-lists wrong hits and missed positives.
+synonym, aligned, rewording/same cosine, subset cosine) are chosen on five domains from a
+small grid (highest recall with precision >= 0.97, else highest precision) and measured on
+the sixth; the six held-out results are summed. The grid re-judges the three nearest stored
+prompts of each request (cosines from the module's own embedder, as Qdrant computes them)
+with ``Comparator.judge`` and applies plan_lookup's rule to them, so it needs no new store
+per setting. Skips cleanly when the data folder is missing. ``--verbose`` lists wrong hits
+and missed positives.
 
 ``--scale``: stores 10k and then 100k synthetic plans and times ``PlanService.lookup``
 (query embedding included: every query text is new, so the embedding LRU never answers).
@@ -121,6 +122,13 @@ async def run_dev(cases: list[dict[str, Any]], config: dict[str, Any], verbose: 
             coordinator, {"storage_root": root, "agent_identity": "bench-plans", **config}
         )
         tools = coordinator.mount_points["tools"]
+        # The nearest plans each lookup judged, recomputed with the module's own (process-wide) embedder:
+        # the leave-one-domain-out grid re-judges them under other settings.
+        from amplifier_module_tool_agent_memory.config import EmbeddingConfig
+        from amplifier_module_tool_agent_memory.embeddings import get_embedder
+
+        embedder = get_embedder(EmbeddingConfig())
+        stored_vecs = embedder.embed_documents([case["stored"] for case in cases])
         plan_of: dict[str, str] = {}
         for case in cases:
             res = await tools["plan_store"].execute({"prompt": case["stored"], "actions": case["actions"]})
@@ -138,8 +146,10 @@ async def run_dev(cases: list[dict[str, Any]], config: dict[str, Any], verbose: 
                     o = res.output
                     answer = o.get("answer", "hit" if o["hit"] else "miss")
                     got = plan_of[o["plan_id"]] if o["hit"] else None
-                    nearest = [(plan_of[c["plan_id"]], c["prompt"], float(c["cosine"]))
-                               for c in o.get("candidates", [])]
+                    qv = embedder.embed_query(query)
+                    cosines = [sum(x * y for x, y in zip(qv, sv, strict=True)) for sv in stored_vecs]
+                    scored = sorted(zip(cosines, cases, strict=True), key=lambda pair: -pair[0])[:3]
+                    nearest = [(c["id"], c["stored"], cos) for cos, c in scored]
                     domain = case.get("domain", "game")
                     out.append(Lookup(case["id"], domain, kind == "positives", query, answer, got, nearest))
                     if verbose and ((kind == "positives" and got != case["id"]) or (kind == "negatives" and got)):
