@@ -18,6 +18,8 @@ from amplifier_module_tool_agent_memory.cli.main import main as cli_main
 from amplifier_module_tool_agent_memory.events import EVENTS
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
+pytestmark = pytest.mark.reliability
+
 CONTROL = "ordinary-control-marker-Kq7Zp"  # plain text stored beside the secrets: it must be found on disk
 
 
