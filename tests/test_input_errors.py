@@ -54,6 +54,8 @@ BAD_INPUT: list[tuple[str, dict[str, Any], str, str]] = [
     ("memory_search", {"query": "x", "since": "0001-01-01T00:00:00+14:00"}, "since", "out of the supported date range"),
     ("memory_search", {"query": "x", "until": "9999-12-31T23:00:00-14:00"}, "until", "out of the supported date range"),
     ("memory_search", {"query": "x", "since": "the day before yesterday"}, "since", "ISO-8601"),
+    ("cache_write", {"kind": "fact", "content": "x", "scope": f"task:{GITHUB}"}, "scope", "must not contain a secret"),
+    ("cache_pack", {"scope": f"task:{GITHUB}"}, "scope", "must not contain a secret"),
 ]
 
 

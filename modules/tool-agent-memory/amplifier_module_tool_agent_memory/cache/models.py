@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from ..memory.models import check_point_id, parse_timestamp
+from ..redaction import redact
 from ..store.edge import iso
 from ..validation import ToolInput
 
@@ -37,6 +38,9 @@ def check_scope(value: str) -> str:
             "must be 1-100 characters of letters, digits, '_', '.', ':', '/', '@' or '-', "
             "starting with a letter or digit (e.g. 'default' or 'task:fix-auth')"
         )
+    if redact(value)[1]:
+        # A scope is a name, stored and shown as it is: it cannot be redacted without changing which scope it is.
+        raise ValueError("must not contain a secret (a scope is stored and shown as it is)")
     return value
 
 
