@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 # Live items of the same kind compared with a new one (the nearest first).
-COMPARE_CANDIDATES = 3
+COMPARE_CANDIDATES = 2
 
 CACHE = CollectionSpec(
     "cache",

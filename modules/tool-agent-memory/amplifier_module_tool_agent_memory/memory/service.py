@@ -32,7 +32,7 @@ from .chains import (
     unlink,
 )
 from .models import MemoryListInput, MemoryRecord, MemorySearchInput, MemoryStoreInput
-from .ranking import CTX, MEMORY_VECTORS, RetrievalParams, context_text, hybrid_search
+from .ranking import CTX, MEMORY_VECTORS, Hit, RetrievalParams, context_text, hybrid_search
 
 if TYPE_CHECKING:
     import qdrant_edge
@@ -64,7 +64,7 @@ INDEX_CHECK_EVERY = 500
 # happened: both merge restatements but are never linked as updates by the comparison.
 UPDATABLE_KINDS = frozenset({"fact", "decision", "preference"})
 # Stored memories of the same kind compared with a new one (the nearest first).
-COMPARE_CANDIDATES = 3
+COMPARE_CANDIDATES = 2
 
 
 def normalise_content(text: str) -> str:
@@ -223,9 +223,7 @@ class MemoryService:
             found.append((Member(str(p.id), dict(p.payload or {})), float(p.score), list(vector or [])))
         return found
 
-    def _with_stored_vector(
-        self, memory_id: str, vec: list[float]
-    ) -> tuple[list[float], list[float]] | None:
+    def _with_stored_vector(self, memory_id: str, vec: list[float]) -> tuple[list[float], list[float]] | None:
         """(the stored dense vector of ``memory_id``, ``vec``): the comparison then embeds nothing."""
         records = self.coll.retrieve([memory_id], with_vector=True)
         vector = records[0].vector if records else None
@@ -396,7 +394,48 @@ class MemoryService:
         flt = self._filter(inp)
         hits = hybrid_search(self.coll, inp.query, vec, 2 * limit, flt, self.clock(), self.params)
         hits = current_first(self.coll, hits, inp.include_superseded, add_newest=flt is None)[:limit]
+        hits = self._newer_first(hits)
         return [public_view(h.id, h.payload, h.score) for h in hits]
+
+    def _newer_first(self, hits: list[Hit]) -> list[Hit]:
+        """Among the results, a newer memory that changes an older one (no link made) ranks above it.
+
+        Store time links only decided changes; here a pair the comparison merely leans to call a
+        change is reordered too, since a wrong guess only swaps two neighbours and hides nothing.
+        Only pairs of one updatable kind at least ``near_duplicate_threshold`` similar are compared.
+        """
+        import numpy as np
+
+        pairs = [
+            (i, j)
+            for i in range(len(hits))
+            for j in range(i + 1, len(hits))
+            if hits[i].payload.get("kind") == hits[j].payload.get("kind") in UPDATABLE_KINDS
+            and str(hits[j].payload.get("created_at", "")) > str(hits[i].payload.get("created_at", ""))
+        ]
+        if not pairs:
+            return hits
+        ids = sorted({hits[k].id for pair in pairs for k in pair})
+        stored = {str(r.id): r.vector for r in self.coll.retrieve(ids, with_vector=True)}
+        vectors = {
+            pid: np.asarray(v[DENSE], dtype=np.float32)
+            for pid, v in stored.items()
+            if isinstance(v, dict) and v.get(DENSE)
+        }
+        order = list(hits)
+        for i, j in pairs:
+            older, newer = hits[i], hits[j]
+            a, b = vectors.get(older.id), vectors.get(newer.id)
+            if a is None or b is None or float(a @ b) < self.config.near_duplicate_threshold:
+                continue
+            if newer.payload.get(SUPERSEDES) == older.id or older.payload.get(SUPERSEDES) == newer.id:
+                continue
+            newer_text = str(newer.payload.get("content", ""))
+            comparison = self._compare(Member(older.id, older.payload), newer_text, (a.tolist(), b.tolist()))
+            if comparison.decided and comparison.verdict is Verdict.CHANGED and order.index(newer) > order.index(older):
+                order.remove(newer)
+                order.insert(order.index(older), newer)
+        return order
 
     def get(self, memory_id: str) -> dict[str, Any]:
         """The full memory (every stored field but internals)."""
