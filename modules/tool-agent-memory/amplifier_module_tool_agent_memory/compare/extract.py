@@ -20,6 +20,7 @@ from .lexicon import (
     COLOURS,
     FUNCTION_WORDS,
     MONTHS,
+    MULTIPLIERS,
     NEGATORS,
     NUMBER_WORDS,
     ORDINALS,
@@ -119,7 +120,7 @@ _PATH = (
 _VERSION = r"(?P<version>\b[vV]\d+(?:\.\d+)*\b|\b\d+\.\d+\.\d+(?:[.-][\w]+)*\b)"
 _RATIO = r"(?P<ratio>\b\d+(?:\.\d+)?/\d+(?:\.\d+)?\b(?!/))"
 _NUMBER = (
-    r"(?P<number>(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?"
+    r"(?P<number>(?:(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?|(?<=\.\.)\d+(?:\.\d+)?)"
     r"(?P<suffix>%|[A-Za-z]{1,3}\b)?(?:/(?P<per>[A-Za-z]{1,8})\b)?)"
 )
 _IDENT = (
@@ -268,6 +269,8 @@ def read(text: str) -> Reading:
                 num = _read_number_words(matches, i)
                 add_number(num, text[m.start() : matches[num.end].end()])
                 i = num.end
+            elif low in MULTIPLIERS:
+                add_slot("number", f"x{MULTIPLIERS[low]}", raw)
             elif low in ORDINALS and not (low == "second" and _after_number(tokens)):
                 add_slot("number", f"#{ORDINALS[low]}", raw)
             elif low in COLOURS:

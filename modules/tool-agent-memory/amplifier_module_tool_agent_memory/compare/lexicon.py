@@ -13,6 +13,7 @@ __all__ = [
     "COLOURS",
     "FUNCTION_WORDS",
     "MONTHS",
+    "MULTIPLIERS",
     "NEGATORS",
     "NUMBER_WORDS",
     "ORDINALS",
@@ -46,6 +47,7 @@ FUNCTION_WORDS = _words(
     now currently again still already always ever instead ok okay yes
     u ur w
     use uses used using change changes changed changing let lets make makes made making
+    create creates created creating
     get gets got getting go goes going went gone
     put puts putting set sets setting take takes took taken taking give gives gave given giving
     """
@@ -72,8 +74,12 @@ NUMBER_WORDS: dict[str, float] = {
     "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
     "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
     "hundred": 100, "thousand": 1000, "million": 1_000_000, "billion": 1_000_000_000, "dozen": 12,
+    "half": 0.5,
 }
 """Cardinal number words (compounds such as "twenty-five" are summed by the extractor)."""
+
+MULTIPLIERS: dict[str, int] = {"twice": 2, "thrice": 3}
+"""Adverbs that are a factor, like "2x"."""
 
 ORDINALS: dict[str, int] = {
     "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
