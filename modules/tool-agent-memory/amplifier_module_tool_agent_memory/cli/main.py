@@ -394,21 +394,98 @@ def _output_stream(path: str | None) -> Iterator[IO[str]]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from ..errors import StoreDamagedError
+    from .progress import Progress, wanted
+
     count = 0
     if args.out and args.out != "-":
         check_output_path(args.out)  # refuse a bad --out before opening the store
     # Whatever model wrote the store: export is the way out of a model change (export, move, import).
     with open_runtime(args, adopt_recorded_model=True) as rt, _output_stream(args.out) as out:
         identity = rt.identity_name
-        for record in rt.memory().export():
-            out.write(record.model_dump_json() + "\n")
-            count += 1
+        written: set[str] = set()
+        # Progress only when the memories go to a file: on a terminal they are the output.
+        progress = Progress("exported", enabled=wanted(args.json) and bool(args.out) and args.out != "-")
+        try:
+            service = rt.memory()
+            progress.total = service.coll.count()
+            for record in service.export():
+                out.write(record.model_dump_json() + "\n")
+                written.add(record.id)
+                progress.advance()
+        except StoreDamagedError as exc:
+            print(f"{PROG}: warning: {exc}; exporting the rest from the journal", file=sys.stderr)
+            for record in _journal_export(rt):
+                if record.id not in written:
+                    out.write(record.model_dump_json() + "\n")
+                    written.add(record.id)
+                    progress.advance()
+        count = len(written)
+        progress.finish()
     if args.out and args.out != "-":
         summary = {"exported": count, "path": str(Path(args.out).expanduser()), "identity": identity}
         if args.json:
             _print_json(summary)
         else:
             print(f"exported {count} memories of identity {identity} to {summary['path']}")
+    return EXIT_OK
+
+
+def _journal_export(rt: AgentMemory) -> Iterator[Any]:
+    """The memories as the journal has them (the engine could not read them all)."""
+    from ..memory.service import MEMORIES, MemoryService
+    from ..store.edge import IdentityStore, JournalView
+
+    store = rt.store()
+    if not isinstance(store, IdentityStore):
+        return
+    journal = store.journal_only(MEMORIES)
+    service = MemoryService(JournalView(MEMORIES.name, journal), rt.embedder(), rt.config.memory, thread="cli")
+    yield from service.export()
+
+
+def cmd_repair(args: argparse.Namespace) -> int:
+    from ..cache.service import CACHE
+    from ..memory.service import MEMORIES
+    from ..plans.service import PLANS
+    from ..store.edge import JOURNAL_DIR, STORE_META, acquire_store, rebuild_collection, release_store
+    from .progress import Progress, wanted
+
+    identity = resolve_cli_identity(getattr(args, "identity", None))
+    config = build_config(args, identity.name)
+    if config.storage.backend != "edge":
+        raise CliError("repair rebuilds an embedded store from its journal; a Qdrant server keeps its own data")
+    root = config.resolved_root()
+    if not (root / identity.name / STORE_META).is_file():
+        raise CliError(f"there is no memory store of identity {identity.name} under {root}")
+    store = acquire_store(root, identity.name, "", 0, adopt_recorded_model=True)
+    results = []
+    try:
+        for spec in (MEMORIES, CACHE, PLANS):
+            if not (store.path / JOURNAL_DIR / spec.name).is_dir():
+                continue
+            progress = Progress(f"repair {spec.name}: changes", enabled=wanted(args.json))
+
+            def set_total(total: int, bar: Progress = progress) -> None:
+                bar.total = total
+
+            results.append(rebuild_collection(store, spec, progress.advance, set_total))
+            progress.finish()
+    finally:
+        release_store(store)
+    if args.json:
+        _print_json({"identity": identity.name, "collections": results})
+    else:
+        for r in results:
+            if r["rebuilt"]:
+                skipped = r["damaged_journal_records"]
+                note = f" ({skipped} damaged journal records skipped)" if skipped else ""
+                print(
+                    f"{r['collection']}: rebuilt {r['points']} points from {r['changes_replayed']} journal changes "
+                    f"in {r['seconds']} s{note}"
+                )
+            else:
+                print(f"{r['collection']}: nothing to rebuild ({r['reason']})")
     return EXIT_OK
 
 
@@ -476,9 +553,18 @@ def cmd_import(args: argparse.Namespace) -> int:
         result["imported"] = 0
         result["identity"] = resolve_cli_identity(getattr(args, "identity", None)).name
     else:
+        from .progress import Progress, wanted
+
         with open_runtime(args) as rt:
             batch = rt.config.embeddings.batch_size
-            result.update(rt.memory().import_records(records, batch=batch))
+            service = rt.memory()
+            progress = Progress("imported", total=len(records), enabled=wanted(args.json))
+            service.coll.observer = progress.advance
+            try:
+                result.update(service.import_records(records, batch=batch))
+            finally:
+                service.coll.observer = None
+                progress.finish()
             result["identity"] = rt.identity_name
     if args.json:
         _print_json(result)
@@ -597,6 +683,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("import", cmd_import, "import JSON lines written by export (all lines are checked first)")
     p.add_argument("file", metavar="FILE", help="JSONL file ('-' reads standard input)")
     p.add_argument("--dry-run", action="store_true", help="validate only; write nothing")
+
+    add("repair", cmd_repair, "rebuild the store's engine files from its journal (after damage)")
 
     p = add("gc", cmd_gc, "remove expired working-memory cache items (and closed blocks left empty)")
     p.add_argument("--limit", type=_positive_int, metavar="N", help="remove at most N items (default all)")

@@ -147,6 +147,8 @@ class Collection(Protocol):
     name: str
     vector_count: int
     lock: Any
+    # Told how many points each accepted write changed (progress of long imports), or None.
+    observer: Callable[[int], None] | None
 
     def upsert(self, points: Sequence[PointInput]) -> None:
         """Insert or replace points; a plain vector is the ``dense`` one, a dict names each vector."""
@@ -285,6 +287,8 @@ class BaseCollection(ABC):
         self.lock = threading.RLock()
         self.gate: WriteGate = gate or OpenGate()
         self.repair_hint = "run `agent-memory repair`"
+        # Told how many points each accepted write changed (the CLI draws import progress with it).
+        self.observer: Callable[[int], None] | None = None
 
     # Engine primitives: one engine request each, no policy.
 
@@ -357,6 +361,8 @@ class BaseCollection(ABC):
                     raise
                 raise failure from exc
             self._after_write(len(changes))
+        if self.observer is not None:
+            self.observer(len(changes))
 
     def upsert(self, points: Sequence[PointInput]) -> None:
         """Insert or replace points; a plain vector is the ``dense`` one, a dict names each vector."""

@@ -23,6 +23,7 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,7 +48,7 @@ from .contract import (
     utc_now,
 )
 from .files import check_shard, open_no_follow, refuse_links, remove_interrupted_builds, sparse_copy_tree
-from .journal import CHECKPOINT_EVERY, Change, Journal
+from .journal import CHECKPOINT_EVERY, Change, Entry, Journal
 from .memtrim import release_heap, release_mapped_pages
 from .space import DiskGate, allocated_bytes, is_read_only, open_need
 
@@ -297,13 +298,41 @@ def _load_shard(path: Path, spec: CollectionSpec, dim: int, hint: str) -> qdrant
 
 def _replay(coll: EdgeCollection, journal: Journal) -> int:
     """Apply the journal's changes the engine may not hold (after its checkpoint); returns how many."""
-    applied = 0
-    for entry in journal.entries(after_seq=journal.engine_seq):
-        apply_change(coll, entry.change)
-        applied += 1
+    applied = replay_into(coll, journal.entries(after_seq=journal.engine_seq))
     if applied:
         coll.persist()
         logger.warning("journal replayed", extra={"collection": coll.name, "changes": applied})
+    return applied
+
+
+_REPLAY_BATCH = 256
+
+
+def replay_into(coll: BaseCollection, entries: Iterable[Entry], progress: Callable[[int], None] | None = None) -> int:
+    """Apply journal entries to the engine only, in order (consecutive upserts in one request); how many."""
+    applied = 0
+    pending: list[NamedPoint] = []
+
+    def flush_upserts() -> None:
+        if pending:
+            coll._engine_upsert(list(pending))
+            if progress is not None:
+                progress(len(pending))
+            pending.clear()
+
+    for entry in entries:
+        change = entry.change
+        applied += 1
+        if change.op == "upsert" and change.payload is not None:
+            pending.append((change.ids[0], dict(change.vectors or {}), change.payload))
+            if len(pending) >= _REPLAY_BATCH:
+                flush_upserts()
+            continue
+        flush_upserts()
+        apply_change(coll, change)
+        if progress is not None:
+            progress(1)
+    flush_upserts()
     return applied
 
 
@@ -607,6 +636,129 @@ def write_meta(path: Path, meta: dict[str, Any]) -> None:
     with os.fdopen(fd, "w") as fh:
         fh.write(json.dumps(meta, indent=2))
     os.replace(tmp, meta_path)
+
+
+class JournalView(BaseCollection):
+    """A collection read from its journal alone (the engine cannot be read): export's fallback.
+
+    Answers scrolls without a filter, retrieve and count; writes answer ``read_only``.
+    """
+
+    def __init__(self, name: str, journal: Journal) -> None:
+        super().__init__(name)
+        self.journal = journal
+        self._ids = journal.live_ids()
+
+    def _refuse(self) -> AgentMemoryError:
+        return ReadOnlyStoreError(f"collection {self.name!r} is being read from its journal: writes are refused")
+
+    def _engine_upsert(self, points: list[NamedPoint]) -> None:
+        raise self._refuse()
+
+    def _engine_overwrite_payload(self, point_id: str, payload: dict[str, Any]) -> None:
+        raise self._refuse()
+
+    def _engine_update_vector(self, point_id: str, name: str, vector: list[float]) -> None:
+        raise self._refuse()
+
+    def _engine_delete(self, point_ids: list[str]) -> None:
+        raise self._refuse()
+
+    def _point(self, point_id: str, with_vector: bool) -> StoredPoint | None:
+        assert self.journal is not None
+        latest = self.journal.latest(point_id)
+        if latest is None or latest[0] is None:
+            return None
+        return StoredPoint(id=point_id, payload=latest[0], vector=latest[1] if with_vector else None)
+
+    def _engine_retrieve(self, point_ids: list[str], with_vector: bool) -> list[StoredPoint]:
+        return [p for p in (self._point(pid, with_vector) for pid in point_ids) if p is not None]
+
+    def _engine_query(self, request: qdrant_edge.QueryRequest) -> list[StoredPoint]:
+        raise StoreDamagedError(f"collection {self.name!r} can only be exported while its engine is damaged")
+
+    def _engine_scroll(self, request: qdrant_edge.ScrollRequest) -> tuple[list[StoredPoint], Any]:
+        if request.filter is not None or request.order_by is not None:
+            raise StoreDamagedError(f"collection {self.name!r} can only be exported while its engine is damaged")
+        start = int(request.offset or 0)
+        limit = int(request.limit or 10)
+        page = self._engine_retrieve(self._ids[start : start + limit], bool(request.with_vector))
+        nxt = start + limit if start + limit < len(self._ids) else None
+        return page, nxt
+
+    def count(self, flt: qdrant_edge.Filter | None = None) -> int:
+        """Points the journal holds (no filter)."""
+        return len(self._ids)
+
+    def unindexed_count(self) -> int:
+        """Nothing to index."""
+        return 0
+
+    def optimize(self) -> None:
+        """Nothing to index."""
+
+    def close(self) -> None:
+        """Nothing to release (the journal was opened read-only)."""
+
+
+def rebuild_collection(
+    store: IdentityStore,
+    spec: CollectionSpec,
+    progress: Callable[[int], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """Rebuild a collection's engine files from its journal (``agent-memory repair``); what was done.
+
+    The damaged shard is moved aside first and deleted once the rebuilt one holds every point the
+    journal has. The rebuilt shard has no Edge WAL (an old-format shard is migrated this way).
+    """
+    import qdrant_edge as qe
+
+    with store._guard:
+        open_coll = store._collections.pop(spec.name, None)
+    if open_coll is not None:
+        open_coll.close()
+    path = store.path / spec.name
+    refuse_links(path, store.path)
+    journal = Journal(store.path / JOURNAL_DIR / spec.name)
+    report = journal.open()
+    result: dict[str, Any] = {"collection": spec.name, "journal_points": journal.live_count}
+    if report.records == 0:
+        journal.close()
+        return {**result, "rebuilt": False, "reason": "no journal"}
+    if on_total is not None:
+        on_total(report.records)
+    store.gate.check_write(allocated_bytes(path) if path.exists() else 0)
+    aside = store.path / f".{spec.name}.damaged"
+    if aside.exists():
+        shutil.rmtree(aside)
+    if path.exists():
+        path.rename(aside)
+    started = time.perf_counter()
+    shard = qe.EdgeShard.create(str(path), _edge_config(spec, store.dim))
+    coll = EdgeCollection(spec.name, shard, len(spec.vectors), path=path, gate=store.gate)
+    try:
+        for index in spec.indexes:
+            shard.update(
+                qe.UpdateOperation.create_field_index(index.field, _index_schema(index, spec.layout.payload_indexes))
+            )
+        changes = replay_into(coll, journal.entries(), progress)
+        shard.optimize()
+        shard.flush()
+        points = coll.count()
+    finally:
+        shard.close()
+    journal.checkpoint(journal.last_seq)
+    journal.close()
+    shutil.rmtree(aside, ignore_errors=True)
+    return {
+        **result,
+        "rebuilt": True,
+        "changes_replayed": changes,
+        "points": points,
+        "damaged_journal_records": report.damaged,
+        "seconds": round(time.perf_counter() - started, 2),
+    }
 
 
 @dataclass
