@@ -299,6 +299,10 @@ class Comparator:
         left_b = [k for k in range(len(side_b.reading.items)) if k not in side_b.matched]
         if not left_a or not left_b:
             return
+        self.words.prefetch(
+            [w for k in left_a for w in _raw_parts(side_a.reading.items[k])]
+            + [w for k in left_b for w in _raw_parts(side_b.reading.items[k])]
+        )
         pairs: list[tuple[float, int, int]] = []
         for ka in left_a:
             wa = _raw_parts(side_a.reading.items[ka])

@@ -36,6 +36,10 @@ class WordSimilarity(Protocol):
         """Cosine in [-1, 1]; 1.0 for the same word."""
         ...
 
+    def prefetch(self, words: Sequence[str]) -> None:
+        """Make the vectors of ``words`` ready (one batch for the uncached ones)."""
+        ...
+
 
 class _VectorCache:
     """A bounded LRU of word -> unit vector, shared by threads."""
@@ -107,6 +111,14 @@ class StaticWordVectors:
             vec = self._cache.put(word, [float(x) for x in raw])
         return vec
 
+    def prefetch(self, words: Sequence[str]) -> None:
+        """Embed the uncached ``words`` in one call (a lookup's new words cost one model run, not one each)."""
+        missing = sorted({w for w in words if self._cache.get(w) is None})
+        if not missing:
+            return
+        for word, raw in zip(missing, self._load().embed(missing, norm=False), strict=True):
+            self._cache.put(word, [float(x) for x in raw])
+
     def similarity(self, a: str, b: str) -> float:
         """Cosine of the two words' vectors."""
         if a == b:
@@ -128,6 +140,12 @@ class ModelWordVectors:
         if vec is None:
             vec = self._cache.put(word, self._embedder.embed_documents([word])[0])
         return vec
+
+    def prefetch(self, words: Sequence[str]) -> None:
+        """Embed the uncached ``words`` in one batch."""
+        missing = sorted({w for w in words if self._cache.get(w) is None})
+        for word, vec in zip(missing, self._embedder.embed_documents(missing), strict=True):
+            self._cache.put(word, vec)
 
     def similarity(self, a: str, b: str) -> float:
         """Cosine of the two words' vectors."""
