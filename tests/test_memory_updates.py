@@ -10,12 +10,14 @@ shared dev files.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from memory_helpers import SERVER, ManualClock, error_of, output_of, runtime_tools
 
+from amplifier_module_tool_agent_memory.memory.models import MemoryRecord
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
 VPN_50 = "The VPN gateway allows 50 concurrent connections."
@@ -264,3 +266,24 @@ async def test_server_backend_merges_restatements_and_keeps_events(server_tools:
     assert (await store(server_tools, CERT_AGAIN))["id"] == first["id"]
     await store(server_tools, ROLLOUT_1, kind="event")
     assert "superseded" not in await store(server_tools, ROLLOUT_2, kind="event")
+
+
+# Changes that were never linked (imported, or stored before this behaviour)
+
+
+async def test_an_unlinked_newer_change_ranks_above_the_older(
+    make_runtime: Callable[..., AgentMemory], clock: ManualClock
+) -> None:
+    rt = make_runtime()
+    rt.clock = clock
+    old, new = (
+        MemoryRecord(id=str(uuid.uuid4()), content=content, kind="fact", importance=importance, created_at=created)
+        for content, importance, created in (
+            (VPN_50, 1.0, "2026-01-01T00:00:00Z"),  # the older one is marked more important
+            (VPN_80, 0.0, "2026-01-05T00:00:00Z"),
+        )
+    )
+    rt.memory().import_records([old, new])
+    assert "superseded_by" not in await get(runtime_tools(rt), old.id)
+    results = await search(runtime_tools(rt), VPN_QUERY)
+    assert [r["id"] for r in results][:2] == [new.id, old.id]
