@@ -353,11 +353,21 @@ _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012
 _MAX_NAME = 100
 
 
+_NOT_NAME_CHAR = re.compile(r"[^A-Za-z0-9_.\-]")
+_NOT_RUN_CHAR = re.compile(r"[^A-Za-z0-9_\-]")
+
+
+def _back_to(text: str, at: int, stop: re.Pattern[str]) -> int:
+    """The start of the stretch ending at ``at`` without a ``stop`` character (at most _MAX_NAME back)."""
+    low = max(0, at - _MAX_NAME)
+    # Reversed, the nearest stop character before ``at`` is the first match: one C-level scan.
+    hit = stop.search(text[low:at][::-1])
+    return at - hit.start() if hit else low
+
+
 def _name_start(text: str, at: int) -> int:
     """Where the name holding position ``at`` starts (letters, digits, ``_ . -``; a leading ``.``/``-`` is not part)."""
-    start = at
-    while start > 0 and at - start < _MAX_NAME and text[start - 1] in _NAME_CHARS:
-        start -= 1
+    start = _back_to(text, at, _NOT_NAME_CHAR)
     while start < at and text[start] in ".-":
         start += 1
     return start
@@ -365,10 +375,7 @@ def _name_start(text: str, at: int) -> int:
 
 def _run_start(text: str, at: int) -> int:
     """Where the run of token characters (letters, digits, ``_ -``) ending at ``at`` starts."""
-    start = at
-    while start > 0 and at - start < _MAX_NAME and (text[start - 1].isalnum() or text[start - 1] in "_-"):
-        start -= 1
-    return start
+    return _back_to(text, at, _NOT_RUN_CHAR)
 
 
 def _word_start(text: str, at: int) -> int:
@@ -397,9 +404,10 @@ PATTERNS: tuple[SecretPattern, ...] = (
     _p("slack_token", r"\bxox[abposre]-[A-Za-z0-9\-]{10,}"),
     _p("slack_webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+"),
     _p("discord_webhook", r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]+"),
-    _p("discord_token", r"(?<![A-Za-z0-9_\-])[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}\b",
+    _p("discord_token",
+       r"(?<![A-Za-z0-9_\-])[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}(?![A-Za-z0-9_\-])",
        start_of=_run_start),
-    _p("telegram_bot_token", r"\b\d{8,10}:AA[A-Za-z0-9_\-]{33}\b"),
+    _p("telegram_bot_token", r"\b\d{8,10}:AA[A-Za-z0-9_\-]{33}(?![A-Za-z0-9_\-])"),
     _p("aws_access_key_id", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|ABIA|ACCA)[A-Z0-9]{16}\b"),
     _p("stripe_key", r"\b(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})\b"),
     _p("sendgrid_api_key", r"\bSG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64}"),
@@ -424,7 +432,7 @@ PATTERNS: tuple[SecretPattern, ...] = (
     _p("ai_provider_key",
        r"\b(?:gsk_[A-Za-z0-9]{48,}|xai-[A-Za-z0-9]{70,}|r8_[A-Za-z0-9]{37}|pplx-[A-Za-z0-9]{40,})\b"),
     _p("mailchimp_api_key", r"\b[0-9a-f]{32}-us[0-9]{1,2}\b"),
-    _p("square_token", r"\bsq0(?:atp|csp)-[A-Za-z0-9_\-]{22,43}\b"),
+    _p("square_token", r"\bsq0(?:atp|csp)-[A-Za-z0-9_\-]{22,43}(?![A-Za-z0-9_\-])"),
     _p("heroku_token", r"\bHRKU-[A-Za-z0-9_\-]{58,}"),
     _p("facebook_access_token", r"\bEAA[A-Za-z0-9]{60,}\b"),
     _p("azure_ad_client_secret",
