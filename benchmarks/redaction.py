@@ -8,9 +8,11 @@ Redaction runs on every stored field of every tool (and on logs), so its cost pe
   topics, shipped with every Python), held-apart code (the standard library's source), and
   1 KB of prose with one secret of each common kind spliced in. Median and p95 microseconds.
 - False positives: the share of dev texts (LoCoMo turns, plan-cache prompts and actions,
-  updates cases) and held-apart paragraphs (pydoc topics) that any rule fires on, with the
-  rules and the first examples to read. Source code is reported too: it holds real example
-  credentials (test keys, docstring samples), so its hits are listed, not counted as errors.
+  updates cases) and held-apart paragraphs (pydoc topics; the installed packages' READMEs,
+  which discuss API keys and tokens a lot) that any rule fires on, with the rules and the
+  first examples to read (a README's example credential is a true positive). Source code is
+  reported too: it holds real example credentials (test keys, docstring samples), so its hits
+  are listed, not counted as errors.
 - Recall: per format rule, secrets generated at random from the format's published shape
   (prefix, alphabet, length), written into sentences; the share redacted.
 
@@ -79,6 +81,17 @@ def pydoc_paragraphs() -> list[str]:
     from pydoc_data.topics import topics
 
     return [p for text in topics.values() for p in text.split("\n\n") if p.strip()]
+
+
+def package_readmes() -> list[str]:
+    """Paragraphs of the installed packages' descriptions: technical prose that talks about keys and tokens."""
+    from importlib.metadata import distributions
+
+    out: list[str] = []
+    for dist in distributions():
+        text = dist.read_text("METADATA") or ""
+        out += [p for p in text.split("\n\n") if p.strip()]
+    return out
 
 
 def stdlib_source() -> str:
@@ -207,6 +220,7 @@ def main() -> int:
         ("dev: plan-cache prompts + actions", plans),
         ("dev: updates cases", updates),
         ("held-apart: pydoc topic paragraphs", paragraphs),
+        ("held-apart: installed package READMEs", package_readmes()),
     ):
         if texts:
             count, fired, rules, examples = firing(texts)
