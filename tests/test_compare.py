@@ -111,3 +111,18 @@ def test_the_comparison_serialises_to_plain_json_types(comparator: Comparator) -
     assert out["decided"] is True
     first = out["differences"][0]
     assert first["kind"] == "number" and first["old"].startswith("6") and first["new"].startswith("8")
+
+
+def test_a_shared_word_is_no_abbreviation_of_an_added_one(comparator: Comparator) -> None:
+    # "table" is in both texts; it must not also account for the added "tablets".
+    result = comparator.compare("Sort the invoice table", "Please sort the invoice table for tablets")
+    assert [d.describe() for d in result.differences] == ["qualifier: (none) -> tablets"]
+
+
+def test_a_request_may_leave_out_context_when_plan_lookup_allows_it(embedder: CachedEmbedder) -> None:
+    from amplifier_module_tool_agent_memory.compare import CompareSettings
+
+    stored = "Set the Redis connection pool size to 40 in the staging config"
+    request = "staging config: redis pool size = 40"
+    assert not Comparator(embedder).compare(stored, request).same
+    assert Comparator(embedder, settings=CompareSettings(subset_cosine=0.6)).compare(stored, request).same

@@ -278,6 +278,7 @@ class Comparator:
         other_surfaces = [_surface(it) for it in other.items]
         tokens = [t for t in other.tokens if not t.startswith("<")]
         content_tokens = [t for t in tokens if t not in FUNCTION_WORDS]
+        own_stems = {it.stem for it in side.reading.items}
         spelled = _spelled_out(side.reading.tokens, other.tokens)
         units = {s.unit for s in other.slots if s.unit}
         # A word repeated more often than the other text says it is not accounted for by it
@@ -290,7 +291,7 @@ class Comparator:
                 continue
             if item.pos in spelled or any(
                 item.stem == u or _abbreviation(u, _surface(item)) or _abbreviation(u, item.stem) for u in units
-            ) or self._lexical(item, other_stems, other_surfaces, tokens, content_tokens):
+            ) or self._lexical(item, other_stems, other_surfaces, tokens, content_tokens, own_stems):
                 side.matched.add(k)
 
     def _match_soft(self, side_a: _Side, side_b: _Side) -> None:
@@ -327,7 +328,12 @@ class Comparator:
 
     @staticmethod
     def _lexical(
-        item: Item, other_stems: set[str], other_surfaces: list[str], tokens: list[str], content_tokens: list[str]
+        item: Item,
+        other_stems: set[str],
+        other_surfaces: list[str],
+        tokens: list[str],
+        content_tokens: list[str],
+        own_stems: set[str],
     ) -> bool:
         if item.stem in other_stems:
             return True
@@ -345,7 +351,8 @@ class Comparator:
         for o in other_surfaces:
             if _slip(surface, o):
                 return True
-        for o in other_stems:
+        # A word both texts have ("table") already has its counterpart: it abbreviates nothing else ("tablets").
+        for o in other_stems - own_stems:
             if _abbreviation(item.stem, o) or _abbreviation(surface, o) or _abbreviation(o, item.stem):
                 return True
         # Compounds: "dataloader" = "data" + "loader"; acronyms: "lr" = "learning rate".
