@@ -5,13 +5,15 @@ Benchmarks print medians and p95s; they never assert on wall-clock.
 
 from __future__ import annotations
 
+import os
 import resource
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DATA_DIR = REPO.parent / "shared" / "data"
+# $AGENT_MEMORY_DATA_DIR runs every benchmark on other data of the same layout (held-out cases).
+DATA_DIR = Path(os.environ.get("AGENT_MEMORY_DATA_DIR") or REPO.parent / "shared" / "data")
 
 
 def percentile(values: Sequence[float], pct: float) -> float:
