@@ -5,24 +5,26 @@ How it decides, in order:
 1. **Values** (see :mod:`.extract`): numbers with their units and rates, durations, dates,
    times, versions, URLs (a changed scheme is named as such), paths, identifiers, colours
    and quoted strings must agree. A value on one side only is a difference too (an added
-   "and set weight decay to 0.05"), except a quoted phrase whose words the other text has.
-2. **Polarity**: an odd number of negators on one side ("not", "never", "n't"...), or a word
-   that is another word of the other text with a negating prefix (enable / disable).
-3. **Roles**: a value or word that one text puts on the old side of a change (``from X``,
-   ``X -> ``, ``instead of X``) and the other on the new side (swapped order).
+   "and set weight decay to 0.05"), except a quoted phrase or path the other text spells out.
+2. **Polarity**: a negator ("not", "n't", or a privative verb such as "remove" in the request
+   verb's place) applies to the item after it; a word negated in one text and affirmed in the
+   other, with a different count of negations, is a polarity change; so is a word that is
+   another word of the other text with a negating prefix (enable / disable).
+3. **Roles**: a value or word that one text puts on the old side of a change (``from X to``,
+   ``X ->``, ``instead of X``) and the other on the new side (swapped order).
 4. **Words**: every content word of each text must be accounted for by the other text:
-   the same Snowball stem, an abbreviation or acronym, a compound, a one-letter slip, or a
-   word-embedding similarity of at least ``settings.synonym`` (a synonym). A word accounted
-   for by none is a *content* difference (a *name* when capitalised, an *identifier* for
-   code names); words on both sides are substitutions, on one side only a *qualifier*.
+   the same Snowball stem, an abbreviation or acronym, a compound, a one-letter slip, or,
+   one to one among the words left over, a word-embedding similarity of at least
+   ``settings.synonym`` (a synonym). A word accounted for by none is a *content* difference
+   (a *name* when capitalised, an *identifier* for code names); words on both sides are
+   substitutions, on one side only a *qualifier*.
 
 Any difference of kinds 1-3 is a decided CHANGED. Word differences are decided when the
-two texts are aligned (most words shared: the difference is localised); when they are not
-(a loose rewording that shares few words), the comparison cannot tell a paraphrase from a
-change and answers ``decided=False``. Without differences the texts are SAME when the
-whole-text cosine reaches ``settings.same_cosine`` (or every word was matched exactly),
-and undecided otherwise. Texts whose cosine is under ``settings.different_cosine`` and
-that share few words are DIFFERENT.
+two texts are aligned (most words shared, or the difference confined to a couple of words
+amid shared ones); when they are not (a loose rewording), the pair is SAME from the
+whole-text cosine ``settings.rewording_cosine`` and undecided below it. Without any
+difference the texts are SAME (with synonyms, from ``settings.same_cosine``). Texts that
+are not aligned and whose cosine is under ``settings.different_cosine`` are DIFFERENT.
 """
 
 from __future__ import annotations
@@ -229,10 +231,10 @@ class Comparator:
             out.append(_value_difference(sa, other))
         for sa in left_a:
             if sa.kind != "quoted":
-                out.append(Difference(_kind(sa), _show(sa), None))
+                out.append(Difference(sa.kind, _show(sa), None))
         for sb in left_b:
             if sb.kind != "quoted":
-                out.append(Difference(_kind(sb), None, _show(sb)))
+                out.append(Difference(sb.kind, None, _show(sb)))
         return out
 
     def _unit_difference(self, sa: Slot, sb: Slot) -> Difference | None:
@@ -463,10 +465,6 @@ def _word_kind(x: Item, y: Item) -> str:
     if x.name or y.name:
         return "name"
     return "content"
-
-
-def _kind(slot: Slot) -> str:
-    return slot.kind
 
 
 def _show(slot: Slot) -> str:

@@ -18,8 +18,6 @@ __all__ = [
     "NUMBER_WORDS",
     "ORDINALS",
     "PRIVATIVE_VERBS",
-    "SOURCE_AFTER",
-    "SOURCE_BEFORE",
     "TARGET_BEFORE",
     "TIME_UNITS",
     "WEEKDAYS",
@@ -118,9 +116,6 @@ WEEKDAYS: dict[str, int] = {
 COLOURS = _words("black white red green yellow blue brown orange pink purple grey gray violet cyan magenta")
 """The basic colour terms of English (Berlin and Kay): a colour named by one of them is a value."""
 
-SOURCE_BEFORE = _words("from was were replacing replace replaces swap switch migrate")
-"""A word that introduces the *old* side of a change ("from X", "replace X with Y")."""
-SOURCE_AFTER = ("instead of", "rather than", "not", "over")
-"""Markers whose following item is the old side while the item before them is the new one ("X instead of Y")."""
 TARGET_BEFORE = _words("to into -> → => with become becomes")
-"""A word that introduces the *new* side of a change ("to Y", "-> Y", "replace X with Y")."""
+"""A word that introduces the *new* side of a change ("to Y", "-> Y", "replace X with Y"); the old side
+is introduced by "from" (when a "to" follows), "replace", "was", and follows "instead of" / "rather than"."""
