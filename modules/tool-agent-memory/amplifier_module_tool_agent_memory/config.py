@@ -128,8 +128,8 @@ class PlanConfig(_Strict):
         0.6,
         ge=0.0,
         le=1.0,
-        description="Cosine from which a stored plan the comparison cannot decide on is offered as a 'candidate' "
-        "(hits need a decided restatement whatever this is).",
+        description="Cosine from which a stored plan the comparison cannot decide on (or that differs only by "
+        "substituted words) is offered as a 'candidate' (hits need a decided restatement whatever this is).",
     )
     ema_alpha: float = Field(0.3, gt=0.0, le=1.0)
     stale_score: float = Field(0.2, ge=0.0, le=1.0)
