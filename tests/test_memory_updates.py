@@ -287,3 +287,16 @@ async def test_an_unlinked_newer_change_ranks_above_the_older(
     assert "superseded_by" not in await get(runtime_tools(rt), old.id)
     results = await search(runtime_tools(rt), VPN_QUERY)
     assert [r["id"] for r in results][:2] == [new.id, old.id]
+
+
+async def test_a_reworded_note_stays_a_memory_of_its_own(tools: dict[str, Any]) -> None:
+    # A note's place in its conversation is part of what it says; the same words as a fact merge.
+    first = await store(tools, "We chose PostgreSQL for the billing service.", kind="note")
+    again = await store(tools, "PostgreSQL is what we chose for the billing service.", kind="note")
+    assert again["created"] is True and again["id"] != first["id"] and "superseded" not in again
+
+
+async def test_the_same_rewording_as_a_fact_merges(tools: dict[str, Any]) -> None:
+    first = await store(tools, "We chose PostgreSQL for the billing service.")
+    again = await store(tools, "PostgreSQL is what we chose for the billing service.")
+    assert (again["id"], again["duplicate"]) == (first["id"], True)
