@@ -25,7 +25,7 @@ from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedd
 Call = tuple[str, dict[str, Any]]
 SESSION_PLAN: dict[str, Any] = {"session": {"orchestrator": "loop-basic", "context": "context-simple"}}
 FASTER = "Make the player move faster"
-REWORDED = "Increase the player's movement speed"
+REWORDED = "The player should move faster"
 EDIT: Call = ("edit_file", {"path": "Player.cs", "find": "speed = 5f", "replace": "speed = 7.5f"})
 
 

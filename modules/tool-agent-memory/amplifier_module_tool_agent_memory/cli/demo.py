@@ -81,8 +81,8 @@ PLAN_ACTIONS: list[dict[str, Any]] = [
     {"tool": "bash", "args": {"command": "pnpm install --frozen-lockfile && pnpm run build"}},
     {"tool": "bash", "args": {"command": "kubectl apply -f k8s/billing/staging.yaml"}},
 ]
-PLAN_REWORDING = "Can you deploy the billing service to the staging environment?"
-# Replaying the staging plan here would deploy to the wrong place: it must miss.
+PLAN_REWORDING = "Could you deploy our billing service to staging, please?"
+# Replaying the staging plan here would deploy to the wrong place: never a hit (a candidate naming the swap).
 PLAN_NEAR_MISS = "Deploy the billing service to production"
 
 CACHE_SCOPE = "task:fix-invoice-rounding"
@@ -216,7 +216,7 @@ async def _plans(tools: dict[str, Any], say: Narrator, timings: dict[str, list[f
         else:
             nearest = out.get("candidates") or []
             reason = f" ({nearest[0]['reason']})" if nearest else ""
-            verdict = f"miss{reason}"
+            verdict = f"{out.get('answer', 'miss')}{reason}"
         say.say(f"  plan_lookup {prompt!r} [{label}]: {verdict}")
         lookups.append({**out, "label": label, "query": prompt})
         if out.get("hit") and "plan_reward" in tools:
