@@ -48,8 +48,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# Live items of the same kind compared with a new one (the nearest first).
-COMPARE_CANDIDATES = 2
+# Live items of the same kind compared with a new one: one, as for long-term memory
+# (memory/service.py COMPARE_CANDIDATES).
+COMPARE_CANDIDATES = 1
 
 CACHE = CollectionSpec(
     "cache",
