@@ -394,7 +394,6 @@ def _output_stream(path: str | None) -> Iterator[IO[str]]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from ..errors import StoreDamagedError
     from .progress import Progress, wanted
 
     count = 0
@@ -403,24 +402,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     # Whatever model wrote the store: export is the way out of a model change (export, move, import).
     with open_runtime(args, adopt_recorded_model=True) as rt, _output_stream(args.out) as out:
         identity = rt.identity_name
-        written: set[str] = set()
         # Progress only when the memories go to a file: on a terminal they are the output.
         progress = Progress("exported", enabled=wanted(args.json) and bool(args.out) and args.out != "-")
-        try:
-            service = rt.memory()
-            progress.total = service.coll.count()
-            for record in service.export():
-                out.write(record.model_dump_json() + "\n")
-                written.add(record.id)
-                progress.advance()
-        except StoreDamagedError as exc:
-            print(f"{PROG}: warning: {exc}; exporting the rest from the journal", file=sys.stderr)
-            for record in _journal_export(rt):
-                if record.id not in written:
-                    out.write(record.model_dump_json() + "\n")
-                    written.add(record.id)
-                    progress.advance()
-        count = len(written)
+        for record in _export_records(rt, progress):
+            out.write(record.model_dump_json() + "\n")
+            count += 1
+            progress.advance()
         progress.finish()
     if args.out and args.out != "-":
         summary = {"exported": count, "path": str(Path(args.out).expanduser()), "identity": identity}
@@ -429,6 +416,26 @@ def cmd_export(args: argparse.Namespace) -> int:
         else:
             print(f"exported {count} memories of identity {identity} to {summary['path']}")
     return EXIT_OK
+
+
+def _export_records(rt: AgentMemory, progress: Any = None) -> Iterator[Any]:
+    """Every memory, from the engine, and from the journal for whatever the engine cannot read."""
+    from ..errors import StoreDamagedError
+
+    written: set[str] = set()
+    try:
+        service = rt.memory()
+        if progress is not None:
+            progress.total = service.coll.count()
+        for record in service.export():
+            written.add(record.id)
+            yield record
+    except StoreDamagedError as exc:
+        print(f"{PROG}: warning: {exc}; reading the rest from the journal", file=sys.stderr)
+        for record in _journal_export(rt):
+            if record.id not in written:
+                written.add(record.id)
+                yield record
 
 
 def _journal_export(rt: AgentMemory) -> Iterator[Any]:
@@ -442,6 +449,101 @@ def _journal_export(rt: AgentMemory) -> Iterator[Any]:
     journal = store.journal_only(MEMORIES)
     service = MemoryService(JournalView(MEMORIES.name, journal), rt.embedder(), rt.config.memory, thread="cli")
     yield from service.export()
+
+
+def _read_for_reindex(
+    config: MemoryConfig, root: Path, identity: str
+) -> tuple[str, list[Any], list[tuple[str, dict[str, Any]]]]:
+    """The store's model, memories and plans, read without its model (it may no longer be installed)."""
+    import qdrant_edge as qe
+
+    from ..embeddings import get_embedder
+    from ..errors import StoreDamagedError
+    from ..memory.service import MEMORIES, MemoryService
+    from ..plans.service import PLANS
+    from ..store.edge import JournalView, acquire_store, release_store
+
+    # Export embeds nothing: the new model's embedder only satisfies the service's constructor.
+    embedder = get_embedder(config.embeddings)
+    store = acquire_store(root, identity, "", 0, adopt_recorded_model=True)
+    try:
+        try:
+            coll: Any = store.collection(MEMORIES)
+        except StoreDamagedError as exc:
+            print(f"{PROG}: warning: {exc}; reading the memories from the journal", file=sys.stderr)
+            coll = JournalView(MEMORIES.name, store.journal_only(MEMORIES))
+        records = list(MemoryService(coll, embedder, config.memory, thread="cli").export())
+        plans: list[tuple[str, dict[str, Any]]] = []
+        if (store.path / PLANS.name).is_dir():
+            plan_coll = store.collection(PLANS)
+            offset: Any = None
+            while True:
+                page, offset = plan_coll.scroll(qe.ScrollRequest(offset=offset, limit=256, with_payload=True))
+                plans.extend((str(p.id), dict(p.payload or {})) for p in page)
+                if offset is None:
+                    break
+        return store.model_id, records, plans
+    finally:
+        release_store(store)
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    """Re-embed an identity's memories and plans with the configured model, into a fresh store."""
+    import shutil
+
+    from ..store.edge import STORE_META
+    from .progress import Progress, wanted
+
+    identity = resolve_cli_identity(getattr(args, "identity", None))
+    config = build_config(args, identity.name)
+    if config.storage.backend != "edge":
+        raise CliError("reindex rebuilds an embedded store; on a server, export and import into new collections")
+    root = config.resolved_root()
+    path = root / identity.name
+    if not (path / STORE_META).is_file():
+        raise CliError(f"there is no memory store of identity {identity.name} under {root}")
+    aside = root / f".{identity.name}.before-reindex"
+    if aside.exists():
+        raise CliError(f"{aside} is left from an earlier reindex: move it back to {path} or delete it, then retry")
+    old_model, records, plans = _read_for_reindex(config, root, identity.name)
+    records.sort(key=lambda record: record.created_at)
+    path.rename(aside)
+    try:
+        with open_runtime(args) as new:
+            progress = Progress("reindexed", total=len(records) + len(plans), enabled=wanted(args.json))
+            memory = new.memory()
+            memory.coll.observer = progress.advance
+            memory.import_records(records, batch=new.config.embeddings.batch_size)
+            memory.coll.observer = None
+            if plans:
+                # A plan's vector is its prompt's (plans/service.py).
+                vectors = new.embedder().embed_documents([str(p.get("prompt", "")) for _, p in plans])
+                coll = new.plans().coll
+                coll.observer = progress.advance
+                coll.upsert([(pid, vec, payload) for (pid, payload), vec in zip(plans, vectors, strict=True)])
+                coll.observer = None
+            progress.finish()
+            new_model = new.store().model_id
+    except BaseException:
+        shutil.rmtree(path, ignore_errors=True)
+        aside.rename(path)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
+    result = {
+        "identity": identity.name,
+        "from_model": old_model,
+        "to_model": new_model,
+        "memories": len(records),
+        "plans": len(plans),
+    }
+    if args.json:
+        _print_json(result)
+    else:
+        print(
+            f"reindexed {len(records)} memories and {len(plans)} plans of identity {identity.name}: "
+            f"{old_model} -> {new_model} (the working-memory cache starts empty)"
+        )
+    return EXIT_OK
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
@@ -685,6 +787,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="validate only; write nothing")
 
     add("repair", cmd_repair, "rebuild the store's engine files from its journal (after damage)")
+    add("reindex", cmd_reindex, "re-embed memories and plans with the model of --config (or the store's own)")
 
     p = add("gc", cmd_gc, "remove expired working-memory cache items (and closed blocks left empty)")
     p.add_argument("--limit", type=_positive_int, metavar="N", help="remove at most N items (default all)")

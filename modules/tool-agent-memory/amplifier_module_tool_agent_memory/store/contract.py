@@ -269,6 +269,33 @@ def named_vectors(vec: Sequence[float] | dict[str, list[float]]) -> dict[str, li
     return {k: list(v) for k, v in vec.items()} if isinstance(vec, dict) else {DENSE: list(vec)}
 
 
+class _CollectionLock:
+    """A re-entrant lock that runs the collection's pending journal purge when its outermost holder leaves.
+
+    A service forgets inside one ``with coll.lock:`` (delete, then repair the neighbours that quoted
+    the forgotten text): purging once at the end removes the deleted point's records and the
+    neighbours' superseded ones together.
+    """
+
+    def __init__(self, on_release: Callable[[], None]) -> None:
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._on_release = on_release
+
+    def __enter__(self) -> _CollectionLock:
+        self._lock.acquire()
+        self._depth += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if self._depth == 1:
+                self._on_release()
+        finally:
+            self._depth -= 1
+            self._lock.release()
+
+
 class BaseCollection(ABC):
     """The write path, the read checks and the index policy, once for every engine.
 
@@ -284,8 +311,12 @@ class BaseCollection(ABC):
         self.name = name
         # Dense vectors per point: engines count indexed *vectors*, not points.
         self.vector_count = vector_count
-        self.lock = threading.RLock()
+        self.lock = _CollectionLock(self._purge_pending)
         self.gate: WriteGate = gate or OpenGate()
+        # Deleted points whose journal records are still to be purged, and live points whose payload was
+        # replaced (their older records hold text they no longer have): purged when the lock is left.
+        self._pending_purge: list[str] = []
+        self._superseded: set[str] = set()
         self.repair_hint = "run `agent-memory repair`"
         # Told how many points each accepted write changed (the CLI draws import progress with it).
         self.observer: Callable[[int], None] | None = None
@@ -383,6 +414,7 @@ class BaseCollection(ABC):
             self._write(
                 [Change("payload", (point_id,), payload)], lambda: self._engine_overwrite_payload(point_id, payload)
             )
+            self._superseded.add(point_id)
 
     def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
         """Set (merge) payload keys of one point."""
@@ -408,12 +440,24 @@ class BaseCollection(ABC):
         with self.lock:
             self._write([Change("delete", tuple(ids))], lambda: self._engine_delete(ids))
             if self.journal is not None:
-                started = time.perf_counter()
-                removed = self.journal.purge(ids)
-                logger.debug(
-                    "journal purged",
-                    extra={"collection": self.name, "bytes": removed, "ms": (time.perf_counter() - started) * 1000},
-                )
+                self._pending_purge.extend(ids)
+
+    def _purge_pending(self, compact_all: bool = False) -> None:
+        """Purge the journal records of deleted points, with the superseded records of points changed since."""
+        if self.journal is None or not (self._pending_purge or (compact_all and self._superseded)):
+            return
+        started = time.perf_counter()
+        gone, compact = self._pending_purge, sorted(self._superseded)
+        self._pending_purge, self._superseded = [], set()
+        try:
+            removed = self.journal.purge(gone, compact)
+        except OSError:
+            logger.exception("journal purge failed", extra={"collection": self.name})
+            return
+        logger.debug(
+            "journal purged",
+            extra={"collection": self.name, "bytes": removed, "ms": (time.perf_counter() - started) * 1000},
+        )
 
     def delete_by_filter(self, flt: qdrant_edge.Filter) -> None:
         """Delete every point the filter matches."""

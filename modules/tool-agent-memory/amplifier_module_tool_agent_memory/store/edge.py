@@ -252,8 +252,10 @@ class EdgeCollection(BaseCollection):
             self.persist()
 
     def persist(self) -> None:
-        """Flush the engine and advance the journal's checkpoint to its newest change."""
+        """Purge superseded journal records, flush the engine and advance the journal's checkpoint."""
         with self.lock:
+            if self.journal is not None and not self.journal.read_only:
+                self._purge_pending(compact_all=True)
             self.shard.flush()
             if self.journal is not None and not self.journal.read_only:
                 self.journal.checkpoint()
@@ -561,9 +563,10 @@ class IdentityStore:
                 raise ModelMismatchError(
                     f"the store of identity {self.identity!r} ({self.path}) was written with embedding "
                     f"model {meta.get('model_id')!r} (dim {meta.get('dim')}), but this session uses "
-                    f"{self.model_id!r} (dim {self.dim}). Configure the store's model again, or reindex: "
-                    f"`agent-memory export --identity {self.identity} > memories.jsonl`, move {self.path} "
-                    "aside, then `agent-memory import memories.jsonl` with the new model"
+                    f"{self.model_id!r} (dim {self.dim}). Configure the store's model again, or re-embed the "
+                    f"store with the new one: `agent-memory reindex --identity {self.identity} --config FILE` "
+                    "(FILE names the new model; or by hand: `agent-memory export`, move the folder aside, "
+                    "`agent-memory import` with the new model)"
                 )
             return
         if self.read_only:

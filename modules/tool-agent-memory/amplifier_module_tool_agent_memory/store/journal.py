@@ -437,16 +437,34 @@ class Journal:
 
     # Forgetting
 
-    def purge(self, point_ids: Sequence[str]) -> int:
-        """Rewrite the segments holding records of these (deleted) points without them; returns bytes removed."""
+    def purge(self, point_ids: Sequence[str], compact: Sequence[str] = ()) -> int:
+        """Rewrite the segments holding records of these (deleted) points without them; returns bytes removed.
+
+        ``compact``: live points whose older records hold a payload they no longer have (a text that
+        was replaced, e.g. a context window that quoted a forgotten memory): each is written again as
+        one record of its current state, and its older records are dropped the same way.
+        """
         gone = set(point_ids)
-        numbers = sorted({n for n, ids in self._seg_ids.items() if ids & gone})
+        obsolete: set[int] = set()
+        fresh = []
+        for pid in compact:
+            if pid in gone or pid not in self._locs:
+                continue
+            latest = self.latest(pid)
+            if latest is None or latest[0] is None:
+                continue
+            obsolete.update(self._locs[pid])
+            fresh.append(Change("upsert", (pid,), latest[0], latest[1]))
+        if fresh:
+            self.append(fresh)
+        touched = {loc >> 32 for loc in obsolete}
+        numbers = sorted({n for n, ids in self._seg_ids.items() if ids & gone} | touched)
         removed = 0
         for number in numbers:
-            removed += self._rewrite(number, gone)
+            removed += self._rewrite(number, gone, obsolete)
         return removed
 
-    def _rewrite(self, number: int, gone: set[str]) -> int:
+    def _rewrite(self, number: int, gone: set[str], obsolete: set[int] | frozenset[int] = frozenset()) -> int:
         path = self._path(number)
         data = path.read_bytes()
         kept: list[bytes] = []
@@ -459,7 +477,7 @@ class Journal:
             meta, _ = _meta(body)
             ids = [str(i) for i in meta["ids"]]
             if meta["op"] != "delete":
-                if gone.intersection(ids):
+                if gone.intersection(ids) or ((number << 32) | offset) in obsolete:
                     continue
                 for pid in ids:
                     moved.setdefault(pid, []).append((number << 32) | size)

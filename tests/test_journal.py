@@ -1,0 +1,177 @@
+"""The journal (store/journal.py): every accepted change logged, checksummed, replayed, purged on forget;
+and the CLI's progress line (cli/progress.py)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from memory_helpers import DISTINCT_FACTS
+
+from amplifier_module_tool_agent_memory.cli.main import main
+from amplifier_module_tool_agent_memory.cli.progress import Progress, wanted
+from amplifier_module_tool_agent_memory.errors import StoreDamagedError
+from amplifier_module_tool_agent_memory.memory.models import MemoryStoreInput
+from amplifier_module_tool_agent_memory.runtime import AgentMemory
+from amplifier_module_tool_agent_memory.store.journal import Change, Journal
+
+
+def _store_all(rt: AgentMemory, facts: tuple[str, ...]) -> list[str]:
+    return [rt.memory().store(MemoryStoreInput(content=fact)).id for fact in facts]
+
+
+def _files_bytes(folder: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file())
+
+
+def test_every_stored_memory_is_in_the_journal(make_runtime: Callable[..., AgentMemory], root: Path) -> None:
+    rt = make_runtime()
+    ids = _store_all(rt, DISTINCT_FACTS[:5])
+    rt.close()
+    journal = Journal(root / "alice" / "journal" / "memories")
+    journal.open()
+    assert set(journal.live_ids()) == set(ids)
+    latest = journal.latest(ids[2])
+    assert latest is not None and latest[0] is not None
+    assert latest[0]["content"] == DISTINCT_FACTS[2]
+    assert set(latest[1]) == {"dense", "ctx"}
+
+
+def test_a_forgotten_memory_leaves_no_copy_of_its_text_in_the_journal(
+    make_runtime: Callable[..., AgentMemory], root: Path
+) -> None:
+    rt = make_runtime()
+    ids = _store_all(rt, DISTINCT_FACTS[:6])
+    rt.memory().forget(ids[3])
+    rt.close()
+    on_disk = _files_bytes(root / "alice" / "journal")
+    assert DISTINCT_FACTS[3].encode() not in on_disk
+    assert DISTINCT_FACTS[4].encode() in on_disk
+
+
+def test_new_shards_keep_no_engine_wal(make_runtime: Callable[..., AgentMemory], root: Path) -> None:
+    rt = make_runtime()
+    _store_all(rt, DISTINCT_FACTS[:2])
+    rt.close()
+    assert not (root / "alice" / "memories" / "wal").exists()
+
+
+def test_an_engine_that_lost_points_is_reported_with_the_repair_command(
+    make_runtime: Callable[..., AgentMemory], root: Path
+) -> None:
+    rt = make_runtime()
+    _store_all(rt, DISTINCT_FACTS[:4])
+    rt.close()
+    mappings = next((root / "alice" / "memories" / "segments").glob("*/mutable_id_tracker.mappings"))
+    mappings.write_bytes(mappings.read_bytes()[:21])  # only the first insert is left
+
+    with pytest.raises(StoreDamagedError) as caught:
+        make_runtime().memory()
+    message = str(caught.value)
+    assert "engine holds 1, its journal 4" in message
+    assert "agent-memory repair --identity alice" in message
+
+
+def test_export_reads_the_journal_when_the_engine_lost_points(
+    make_runtime: Callable[..., AgentMemory], root: Path, tmp_path: Path
+) -> None:
+    rt = make_runtime()
+    _store_all(rt, DISTINCT_FACTS[:4])
+    rt.close()
+    mappings = next((root / "alice" / "memories" / "segments").glob("*/mutable_id_tracker.mappings"))
+    mappings.write_bytes(b"")
+
+    out = tmp_path / "export.jsonl"
+    assert main(["export", "--root", str(root), "--identity", "alice", "--out", str(out)]) == 0
+    assert len(out.read_text().splitlines()) == 4
+
+
+def test_repair_rebuilds_every_memory_from_the_journal(
+    make_runtime: Callable[..., AgentMemory], root: Path
+) -> None:
+    rt = make_runtime()
+    ids = _store_all(rt, DISTINCT_FACTS[:5])
+    rt.close()
+    mappings = next((root / "alice" / "memories" / "segments").glob("*/mutable_id_tracker.mappings"))
+    mappings.write_bytes(b"")
+
+    assert main(["repair", "--root", str(root), "--identity", "alice"]) == 0
+    listed = make_runtime().memory().export()
+    assert {record.id for record in listed} == set(ids)
+
+
+def test_a_damaged_frame_is_skipped_and_counted(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "j")
+    journal.open()
+    for n in range(3):
+        journal.append([Change("upsert", (f"id-{n}",), {"content": f"text {n}"}, {"dense": [0.5, 0.25]})])
+    journal.close()
+    segment = next((tmp_path / "j").glob("*.jnl"))
+    data = bytearray(segment.read_bytes())
+    third = len(data) // 3
+    data[third + 20] ^= 0xFF  # a byte inside the second frame
+    segment.write_bytes(bytes(data))
+
+    again = Journal(tmp_path / "j")
+    report = again.open()
+    assert (report.records, report.damaged) == (2, 1)
+    assert set(again.live_ids()) == {"id-0", "id-2"}
+
+
+def test_a_refused_engine_write_leaves_no_journal_record(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "j")
+    journal.open()
+    journal.append([Change("upsert", ("kept",), {"content": "kept"}, {"dense": [1.0]})])
+    change = Change("upsert", ("refused",), {"content": "refused"}, {"dense": [1.0]})
+    mark = journal.append([change])
+    journal.rollback(mark, 1, [change])
+    journal.close()
+
+    again = Journal(tmp_path / "j")
+    again.open()
+    assert again.live_ids() == ["kept"]
+    assert again.last_seq == 1
+
+
+def test_vectors_round_trip_exactly_as_float32(tmp_path: Path) -> None:
+    vector = [0.1, -2.5, 3.0e-7, 1234.5]
+    journal = Journal(tmp_path / "j")
+    journal.open()
+    journal.append([Change("upsert", ("p",), {"content": "x"}, {"dense": vector})])
+    latest = journal.latest("p")
+    assert latest is not None
+    import struct
+
+    assert latest[1]["dense"] == [struct.unpack("<f", struct.pack("<f", v))[0] for v in vector]
+
+
+# Progress of long CLI work.
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_shows_count_rate_and_time_left() -> None:
+    bar = Progress("imported", total=3000, stream=_Terminal())
+    bar.done = 1000
+    line = bar.line(now=bar._started + 10.0)
+    assert line == "imported 1,000/3,000 (33%), 100/s, 20 s left"
+
+
+def test_progress_is_drawn_on_a_terminal_only_without_json() -> None:
+    assert wanted(as_json=False, stream=_Terminal())
+    assert not wanted(as_json=True, stream=_Terminal())
+    assert not wanted(as_json=False, stream=io.StringIO())
+
+
+def test_a_disabled_progress_writes_nothing() -> None:
+    stream = _Terminal()
+    bar = Progress("imported", total=10, enabled=False, stream=stream)
+    for _ in range(10):
+        bar.advance()
+    bar.finish()
+    assert stream.getvalue() == ""
