@@ -18,6 +18,7 @@ NAMED_BY_CONTEXT: list[tuple[str, str]] = [
     ("SECRET_KEY='django-insecure-7h$k2m9q'", "django-insecure-7h$k2m9q"),
     ("TWILIO_AUTH_TOKEN=4f9c2a7e1b3d5f60a8c9e2b4d6f8a0c1", "4f9c2a7e1b3d5f60a8c9e2b4d6f8a0c1"),
     ("STRIPE_WEBHOOK_KEY=whk-live-2Fg8", "whk-live-2Fg8"),
+    ("ENCRYPTION_KEY=3q2+7wEZ1uXk9/Lm0Pa=", "3q2+7wEZ1uXk9/Lm0Pa="),
     ("database:\n  password: s3cr3t-Pa55\n  host: db", "s3cr3t-Pa55"),
     ("  api_key: 'abc123xyz789'", "abc123xyz789"),
     ('{"user": "svc", "password": "correct horse battery staple"}', "correct horse battery staple"),
@@ -67,6 +68,9 @@ LEFT_ALONE: list[str] = [
     "A basic understanding of Basic Authentication helps.",
     "machine learning login page password reset",
     "pass the --password option to be prompted, or --token-file to read it",
+    "FOREIGN_KEY=user_id and SSH_KEY=~/.ssh/id_ed25519 and PWD=/home/alice/project",
+    "DB_PASSWORD=/run/secrets/db_password",
+    "Credentials: see 1Password item 'prod db'",
 ]
 
 

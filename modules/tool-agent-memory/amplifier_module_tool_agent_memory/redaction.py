@@ -95,20 +95,21 @@ def _has_mixed_case_inside(value: str) -> bool:
     return any(ch.isupper() for ch in value[1:]) and any(ch.islower() for ch in value)
 
 
-def _word_like(value: str) -> bool:
-    """Letters in the case a written word takes (``spider``, ``Spider-Man``, ``NASA``, ``don't``)."""
-    parts = re.split(r"['\u2019-]", value)
+def _word_like(value: str, joiners: str = "'\u2019-") -> bool:
+    """Letters in the case a written word takes (``spider``, ``Spider-Man``, ``NASA``, ``don't``),
+    parts joined by ``joiners``."""
+    parts = re.split(f"[{re.escape(joiners)}]", value)
     return all(part.isalpha() and (part.islower() or part.isupper() or part.istitle()) for part in parts)
 
 
-def _secret_like(value: str) -> bool:
+def _secret_like(value: str, joiners: str = "'\u2019-") -> bool:
     """A bare word that reads like a credential rather than English: long enough and not a written
     word (``hunter2``, ``Tr0ub4dor&3``, ``aZ9kQ...``), or a long digit string."""
     if len(value) < 6:
         return False
     if value.isdigit():
         return True
-    if _word_like(value):
+    if _word_like(value, joiners):
         return False
     return _has_digit_or_symbol(value) or _has_mixed_case_inside(value)
 
@@ -201,6 +202,10 @@ def _credential_name(name: str) -> bool:
     return bool(_NAME_ENDS_WITH_CREDENTIAL.search(name) or _ENV_KEY_NAME.match(name))
 
 
+# A file-system path names where a secret is kept (SSH_KEY=~/.ssh/id_ed25519, PWD=/home/me), not the secret.
+_PATH_VALUE = re.compile(r"^(?:~|\.{1,2})?/[^\s]*$|^[A-Za-z]:[\\/]")
+
+
 def _assignment_holds_secret(match: re.Match[str]) -> bool:
     if not _credential_name(match.group("name")):
         return False
@@ -216,13 +221,19 @@ def _assignment_holds_secret(match: re.Match[str]) -> bool:
         return False
     if inner.lower() == match.group("name").lower():
         return False  # f(password=password): a variable passed on, not its value
+    if _PATH_VALUE.match(inner):
+        return False
+    name = match.group("name")
+    if not _NAME_ENDS_WITH_CREDENTIAL.search(name) and not _secret_like(inner, joiners="'\u2019-_"):
+        # Named only by ``*_KEY`` (FOREIGN_KEY=user_id): weaker evidence, so the value must look like a key.
+        return False
     if match.group("quoted_name") is not None and inner.isidentifier() and not inner.isdigit():
         return False  # {"token": make_token}: a quoted key with a bare name is code (JSON has no bare words)
     sep = match.group("sep")
     if sep.strip() == ":" and _word_like(inner):
         # ``Password: see the vault`` is prose about a password; ``password: hunter2`` is one.
         rest = match.string[match.end("value") :]
-        if re.match(r"[ \t]+[A-Za-z]", rest):
+        if re.match(r"[ \t]+\S", rest):
             return False
     # ``token = next_token``: code (spaces around '=') assigning a variable; .env has no spaces.
     return not (sep.strip() == "=" and sep != "=" and inner.isidentifier() and not _secret_like_name(inner))
