@@ -388,3 +388,37 @@ def test_a_read_only_disk_serves_reads_and_export_and_refuses_writes(
     out = tmp_path / "export.jsonl"
     assert main(["export", "--root", str(root), "--identity", "alice", "--out", str(out)]) == 0
     assert len(out.read_text().splitlines()) == 4
+
+
+def test_eight_sessions_writing_and_forgetting_at_once_lose_nothing_and_resurrect_nothing(
+    make_runtime: Callable[..., AgentMemory], root: Path
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from amplifier_module_tool_agent_memory.memory.models import MemorySearchInput
+
+    sessions = [make_runtime(session_id=f"s{n}") for n in range(8)]
+
+    def work(n: int) -> tuple[set[str], set[str]]:
+        svc = sessions[n].memory()
+        kept, forgotten = set(), set()
+        for i in range(12):
+            text = f"Session {n} note {i}: host h{n}-{i} owns port {n * 100 + i}"
+            memory_id = svc.store(MemoryStoreInput(content=text)).id
+            svc.search(MemorySearchInput(query=f"host h{n}-{i}", limit=3))
+            if i % 3 == 0:
+                svc.forget(memory_id)
+                forgotten.add(memory_id)
+            else:
+                kept.add(memory_id)
+        return kept, forgotten
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(work, range(8)))
+    for rt in sessions:
+        rt.close()
+    kept = set().union(*(k for k, _ in results))
+    forgotten = set().union(*(f for _, f in results))
+    assert len(kept) == 64 and len(forgotten) == 32
+    seen = probe(root, "read")
+    assert set(seen["ids"]) == kept
