@@ -175,3 +175,23 @@ def test_a_disabled_progress_writes_nothing() -> None:
         bar.advance()
     bar.finish()
     assert stream.getvalue() == ""
+
+
+def test_an_overwritten_plan_leaves_no_copy_of_its_old_actions_in_the_journal(
+    make_runtime: Callable[..., AgentMemory], root: Path
+) -> None:
+    from amplifier_module_tool_agent_memory.plans.models import PlanStoreInput
+
+    rt = make_runtime()
+
+    def plan(command: str) -> PlanStoreInput:
+        return PlanStoreInput.model_validate(
+            {"prompt": "rotate the staging logs", "actions": [{"tool": "bash", "args": {"cmd": command}}]}
+        )
+
+    rt.plans().store(plan("logrotate --legacy-flag-zebra /etc/old.conf"))
+    rt.plans().store(plan("logrotate /etc/new.conf"))
+    rt.close()
+    on_disk = _files_bytes(root / "alice" / "journal")
+    assert b"legacy-flag-zebra" not in on_disk
+    assert b"/etc/new.conf" in on_disk

@@ -317,6 +317,7 @@ class BaseCollection(ABC):
         # replaced (their older records hold text they no longer have): purged when the lock is left.
         self._pending_purge: list[str] = []
         self._superseded: set[str] = set()
+        self._purge_now = False
         self.repair_hint = "run `agent-memory repair`"
         # Told how many points each accepted write changed (the CLI draws import progress with it).
         self.observer: Callable[[int], None] | None = None
@@ -401,7 +402,14 @@ class BaseCollection(ABC):
             return
         batch = [(pid, named_vectors(vec), sealed(payload)) for pid, vec, payload in points]
         changes = [Change("upsert", (pid,), payload, vecs) for pid, vecs, payload in batch]
-        self._write(changes, lambda: self._engine_upsert(batch))
+        with self.lock:
+            # A point written again (a plan overwritten, an item replaced): its older records go when the lock is left.
+            journal = self.journal
+            replaced = [pid for pid, _, _ in batch if journal is not None and journal.has(pid)]
+            self._write(changes, lambda: self._engine_upsert(batch))
+            if replaced:
+                self._superseded.update(replaced)
+                self._purge_now = True
 
     def _rewrite_payload(self, point_id: str, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
         with self.lock:
@@ -444,11 +452,12 @@ class BaseCollection(ABC):
 
     def _purge_pending(self, compact_all: bool = False) -> None:
         """Purge the journal records of deleted points, with the superseded records of points changed since."""
-        if self.journal is None or not (self._pending_purge or (compact_all and self._superseded)):
+        due = self._pending_purge or self._purge_now or compact_all
+        if self.journal is None or not due or not (self._pending_purge or self._superseded):
             return
         started = time.perf_counter()
         gone, compact = self._pending_purge, sorted(self._superseded)
-        self._pending_purge, self._superseded = [], set()
+        self._pending_purge, self._superseded, self._purge_now = [], set(), False
         try:
             removed = self.journal.purge(gone, compact)
         except OSError:
