@@ -195,3 +195,19 @@ def test_an_overwritten_plan_leaves_no_copy_of_its_old_actions_in_the_journal(
     on_disk = _files_bytes(root / "alice" / "journal")
     assert b"legacy-flag-zebra" not in on_disk
     assert b"/etc/new.conf" in on_disk
+
+
+def test_a_lost_journal_is_written_again_from_the_engine_on_open(
+    make_runtime: Callable[..., AgentMemory], root: Path
+) -> None:
+    import shutil
+
+    rt = make_runtime()
+    ids = _store_all(rt, DISTINCT_FACTS[:4])
+    rt.close()
+    shutil.rmtree(root / "alice" / "journal" / "memories")
+    make_runtime().memory()  # opening completes the journal from the engine
+
+    journal = Journal(root / "alice" / "journal" / "memories")
+    journal.open()
+    assert set(journal.live_ids()) == set(ids)

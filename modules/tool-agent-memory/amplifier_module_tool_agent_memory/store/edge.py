@@ -33,6 +33,7 @@ from ..identity import validate_identity
 from .contract import (
     COMPACT_LAYOUT,
     DENSE,
+    PAYLOAD_SUM,
     SCHEMA_VERSION,
     BaseCollection,
     Collection,
@@ -44,6 +45,7 @@ from .contract import (
     StoredPoint,
     iso,
     open_with_other_model,
+    payload_sum,
     sealed,
     utc_now,
 )
@@ -364,8 +366,11 @@ def _vectors_of(point: Any) -> dict[str, list[float]]:
     return {str(k): [float(x) for x in v] for k, v in vectors.items() if v is not None}
 
 
-def _bootstrap(coll: EdgeCollection, journal: Journal) -> int:
-    """Write the engine's current points into an empty journal (a store from before journals)."""
+def _journal_from_engine(coll: EdgeCollection, journal: Journal) -> int:
+    """Write the engine's points the journal lacks into it (a store from before journals, or a damaged journal).
+
+    A payload whose checksum fails is not copied (it is damaged; the journal must not learn it).
+    """
     import qdrant_edge as qe
 
     written = 0
@@ -374,7 +379,12 @@ def _bootstrap(coll: EdgeCollection, journal: Journal) -> int:
         page, offset = coll.shard.scroll(
             qe.ScrollRequest(offset=offset, limit=256, with_payload=True, with_vector=True)
         )
-        changes = [Change("upsert", (str(p.id),), sealed(dict(p.payload or {})), _vectors_of(p)) for p in page]
+        changes = []
+        for p in page:
+            payload = dict(p.payload or {})
+            if journal.has(str(p.id)) or (PAYLOAD_SUM in payload and payload_sum(payload) != payload[PAYLOAD_SUM]):
+                continue
+            changes.append(Change("upsert", (str(p.id),), sealed(payload), _vectors_of(p)))
         if changes:
             journal.append(changes)
             written += len(changes)
@@ -382,7 +392,7 @@ def _bootstrap(coll: EdgeCollection, journal: Journal) -> int:
             break
     journal.checkpoint()
     if written:
-        logger.warning("journal started from the engine's points", extra={"collection": coll.name, "points": written})
+        logger.warning("journal completed from the engine's points", extra={"collection": coll.name, "points": written})
     return written
 
 
@@ -401,12 +411,11 @@ def _open_collection(store: IdentityStore, spec: CollectionSpec) -> EdgeCollecti
     journal = Journal(store.data_path / JOURNAL_DIR / spec.name, read_only=gate.read_only)
     coll = EdgeCollection(spec.name, shard, len(spec.vectors), path=path, gate=gate, journal=journal, repair_hint=hint)
     try:
-        report = journal.open()
+        journal.open()
         if not gate.read_only:
-            if report.records == 0 and report.damaged == 0:
-                _bootstrap(coll, journal)
-            else:
-                _replay(coll, journal)
+            _replay(coll, journal)
+            if coll.count() > journal.live_count:
+                _journal_from_engine(coll, journal)
             existing = shard.info().payload_schema
             for index in spec.indexes:
                 if index.field not in existing:
