@@ -11,6 +11,7 @@ import re
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -99,6 +100,19 @@ def public_view(point_id: str, payload: dict[str, Any], score: float | None = No
     if score is not None:
         view["score"] = round(score, 4)
     return view
+
+
+_BACKGROUND: ThreadPoolExecutor | None = None
+_BACKGROUND_LOCK = threading.Lock()
+
+
+def _background() -> ThreadPoolExecutor:
+    """The process's small pool for a store's context-window embedding (started on first use)."""
+    global _BACKGROUND
+    with _BACKGROUND_LOCK:
+        if _BACKGROUND is None:
+            _BACKGROUND = ThreadPoolExecutor(max_workers=2, thread_name_prefix="agent-memory-embed")
+        return _BACKGROUND
 
 
 def _brief(member: Member) -> dict[str, Any]:
@@ -195,13 +209,6 @@ class MemoryService:
                 self._tail = (int(payload["seq"]), str(payload["content"]))
             self._tail_loaded = True
         return self._tail
-
-    def _vectors(self, content: str, ctx: str) -> dict[str, list[float]]:
-        # Two calls, not one batch of two: a batch pads the memory to the length of its context
-        # window (previous memory + this one); embedding dominates a store (p50 107 -> 82 ms under load).
-        dense = self.embedder.embed_documents([content])[0]
-        ctx_vec = dense if ctx == content else self.embedder.embed_documents([ctx])[0]
-        return {DENSE: dense, CTX: ctx_vec}
 
     def _find_by_hash(self, digest: str) -> str | None:
         import qdrant_edge as qe
@@ -307,10 +314,20 @@ class MemoryService:
         report: dict[str, list[str]],
     ) -> StoreOutcome:
         tail = self._thread_tail()
-        vectors = self._vectors(content, context_text(content, tail[1] if tail else None))
-        # Judged outside the store lock (the comparison may embed words); what it points at is
-        # checked again under the lock.
-        judgement = Judgement() if inp.supersedes is not None else self._judge(content, vectors[DENSE], inp.kind)
+        ctx = context_text(content, tail[1] if tail else None)
+        # Two calls, not one batch of two: a batch pads the memory to the length of its context
+        # window (previous memory + this one); embedding dominates a store (p50 107 -> 82 ms under load).
+        dense = self.embedder.embed_documents([content])[0]
+        # The context window is embedded on another thread while this one runs the comparison
+        # (pure Python): the model releases the GIL, so on two cores the comparison's few ms hide
+        # behind the embedding instead of adding to it.
+        ctx_future = _background().submit(self.embedder.embed_documents, [ctx]) if ctx != content else None
+        try:
+            # Judged outside the store lock; what it points at is checked again under the lock.
+            judgement = Judgement() if inp.supersedes is not None else self._judge(content, dense, inp.kind)
+        finally:
+            ctx_vec = ctx_future.result()[0] if ctx_future is not None else dense
+        vectors = {DENSE: dense, CTX: ctx_vec}
         with self.coll.lock:
             # Checked again under the lock: another session may have stored it meanwhile.
             existing = self._find_by_hash(digest)
