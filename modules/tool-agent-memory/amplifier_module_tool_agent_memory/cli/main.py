@@ -310,6 +310,7 @@ def inspect_store(args: argparse.Namespace) -> dict[str, Any]:
         report.update(_feature_counts(rt, path if embedded else None))
         if embedded:
             report["disk_bytes"] = store.disk_bytes()
+            report["journal"] = getattr(store, "journal_status", dict)()
         else:
             # A server's disk use is the server's business: not measurable from here.
             report.update(path=str(store.path), exists=True, embedding_model=store.model_id, dim=store.dim)
@@ -344,6 +345,12 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             print(f"{feature:<10} " + ", ".join(f"{k} {v}" for k, v in report[feature].items()))
     if report["disk_bytes"] is not None:
         print(f"disk       {_human_bytes(report['disk_bytes'])}")
+    for name, journal in report.get("journal", {}).items():
+        damaged = f", {journal['damaged_records']} damaged records" if journal["damaged_records"] else ""
+        print(
+            f"journal    {name}: {journal['points']} points, last change #{journal['last_change']}, "
+            f"{_human_bytes(journal['bytes'])}{damaged}"
+        )
     return EXIT_OK
 
 

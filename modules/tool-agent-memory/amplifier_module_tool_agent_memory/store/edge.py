@@ -614,6 +614,22 @@ class IdentityStore:
         journal.open()
         return journal
 
+    def journal_status(self) -> dict[str, dict[str, int]]:
+        """Per open collection: points and last change of its journal, damaged records, bytes on disk."""
+        with self._guard:
+            colls = list(self._collections.values())
+        out: dict[str, dict[str, int]] = {}
+        for coll in colls:
+            journal = coll.journal
+            if journal is not None:
+                out[coll.name] = {
+                    "points": journal.live_count,
+                    "last_change": journal.last_seq,
+                    "damaged_records": journal.report.damaged,
+                    "bytes": journal.bytes_on_disk(),
+                }
+        return out
+
     def disk_bytes(self) -> int:
         """Bytes on disk under the store's folder (allocated blocks, not apparent size)."""
         # Qdrant preallocates sparse files: their apparent size is ~300 MiB for an empty store.
