@@ -306,6 +306,10 @@ class BaseCollection(ABC):
     """
 
     journal: Journal | None = None
+    # Payloads written whole with their checksum (read, merged, rewritten under ``lock``). A server
+    # shared by several processes merges payload keys itself instead: a read-merge-write from here
+    # could drop another process's keys, so there payloads carry no checksum.
+    whole_payloads: bool = True
 
     def __init__(self, name: str, vector_count: int = 1, gate: WriteGate | None = None) -> None:
         self.name = name
@@ -329,6 +333,14 @@ class BaseCollection(ABC):
 
     @abstractmethod
     def _engine_overwrite_payload(self, point_id: str, payload: dict[str, Any]) -> None: ...
+
+    def _engine_set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
+        """Merge payload keys in the engine (engines whose payloads are not written whole)."""
+        raise NotImplementedError
+
+    def _engine_delete_payload(self, point_id: str, keys: list[str]) -> None:
+        """Remove payload keys in the engine (engines whose payloads are not written whole)."""
+        raise NotImplementedError
 
     @abstractmethod
     def _engine_update_vector(self, point_id: str, name: str, vector: list[float]) -> None: ...
@@ -400,7 +412,8 @@ class BaseCollection(ABC):
         """Insert or replace points; a plain vector is the ``dense`` one, a dict names each vector."""
         if not points:
             return
-        batch = [(pid, named_vectors(vec), sealed(payload)) for pid, vec, payload in points]
+        seal = sealed if self.whole_payloads else dict
+        batch = [(pid, named_vectors(vec), seal(payload)) for pid, vec, payload in points]
         changes = [Change("upsert", (pid,), payload, vecs) for pid, vecs, payload in batch]
         with self.lock:
             # A point written again (a plan overwritten, an item replaced): its older records go when the lock is left.
@@ -426,10 +439,20 @@ class BaseCollection(ABC):
 
     def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
         """Set (merge) payload keys of one point."""
+        if not self.whole_payloads:
+            with self.lock:
+                self.gate.check_write()
+                self._engine_set_payload(point_id, payload)
+            return
         self._rewrite_payload(point_id, lambda current: {**current, **payload})
 
     def delete_payload(self, point_id: str, keys: Sequence[str]) -> None:
         """Remove payload keys of one point."""
+        if not self.whole_payloads:
+            with self.lock:
+                self.gate.check_write()
+                self._engine_delete_payload(point_id, list(keys))
+            return
         drop = set(keys)
         self._rewrite_payload(point_id, lambda current: {k: v for k, v in current.items() if k not in drop})
 

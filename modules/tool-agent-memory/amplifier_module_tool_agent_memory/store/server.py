@@ -400,6 +400,16 @@ class ServerCollection(BaseCollection):
         with _server_errors(self.url):
             self.client.upsert(self.server_name, points=batch, wait=True)
 
+    whole_payloads = False
+
+    def _engine_set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
+        with _server_errors(self.url):
+            self.client.set_payload(self.server_name, payload=payload, points=[point_id], wait=True)
+
+    def _engine_delete_payload(self, point_id: str, keys: list[str]) -> None:
+        with _server_errors(self.url):
+            self.client.delete_payload(self.server_name, keys=keys, points=[point_id], wait=True)
+
     def _engine_overwrite_payload(self, point_id: str, payload: dict[str, Any]) -> None:
         with _server_errors(self.url):
             self.client.overwrite_payload(self.server_name, payload=payload, points=[point_id], wait=True)
