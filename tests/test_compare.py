@@ -126,3 +126,8 @@ def test_a_request_may_leave_out_context_when_plan_lookup_allows_it(embedder: Ca
     request = "staging config: redis pool size = 40"
     assert not Comparator(embedder).compare(stored, request).same
     assert Comparator(embedder, settings=CompareSettings(subset_cosine=0.6)).compare(stored, request).same
+
+
+def test_a_loose_rewording_sharing_one_word_is_not_same(comparator: Comparator) -> None:
+    # Only "leaderboard" is shared and no value anchors the texts: a high cosine is not enough.
+    assert not comparator.compare("Fix the leaderboard", "Please rename the leaderboard in the sidebar").same

@@ -62,6 +62,8 @@ class CompareSettings:
     """Under this whole-text cosine, texts sharing under half their words are about different things."""
     local_words: int = 2
     """At most this many left-over words per side, amid two or more shared ones, is a localised difference."""
+    loose_anchor_words: int = 3
+    """A loose rewording without any value is judged by the cosine only when it shares this many words."""
     rewording_cosine: float = 0.8
     """Whole-text cosine from which a loose rewording (not aligned) with the same values is decided SAME."""
     subset_cosine: float | None = None
@@ -194,8 +196,10 @@ class Comparator:
             detail = "; ".join(d.describe() for d in word_diffs[:3])
             if aligned:
                 return Comparison(Verdict.CHANGED, tuple(word_diffs), cosine, True, detail)
-            if cosine >= s.rewording_cosine:
-                # The differing words cannot be localised to a substitution: the sentence model judges.
+            anchored = bool(ra.slots) or min(len(side_a.matched), len(side_b.matched)) >= s.loose_anchor_words
+            if cosine >= s.rewording_cosine and anchored:
+                # The differing words cannot be localised to a substitution: the sentence model judges, when
+                # shared values (or enough shared words) anchor what both texts are about.
                 return Comparison(Verdict.SAME, (), cosine, True,
                                   f"same values, loose rewording ({share:.0%} of words shared, cosine {cosine:.2f})")
             return Comparison(Verdict.CHANGED, tuple(word_diffs), cosine, False,
@@ -353,8 +357,9 @@ class Comparator:
             return True
         surface = _surface(item).replace("_", "")
         if item.kind == "identifier":
-            # A code name is accounted for by itself or by all its parts, never by a prefix of it.
-            return False
+            # A code name is accounted for by itself, by all its parts, or by a short form that keeps most of
+            # it ("Postgres" / "PostgreSQL"), never by a mere prefix ("fetch" / "fetchUser").
+            return any(len(o) >= 4 and 3 * len(o) >= 2 * len(surface) and surface.startswith(o) for o in other_surfaces)
         for o in other_surfaces:
             if _slip(surface, o):
                 return True
