@@ -524,6 +524,8 @@ class IdentityStore:
                 raise ReadOnlyStoreError(f"there is no memory store at {self.path} and {anchor} cannot be written")
             DiskGate(anchor).check_open(0)
             self.path.mkdir(parents=True, exist_ok=True)
+        if not self.path.is_dir():
+            raise StoreDamagedError(f"{self.path} is not a folder; an identity's store is a folder under {root}")
         self.read_only = self.read_only or is_read_only(self.path)
         self.data_path = self.path
         self.gate = DiskGate(self.path, read_only=self.read_only)
