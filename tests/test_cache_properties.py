@@ -1,6 +1,6 @@
 """Property: for any sequence of writes, waits and compactions and any budget in range, the pack
-never exceeds its budget, never shows an expired or evicted item, and always keeps the
-highest-importance warning that fits."""
+never exceeds its budget, never shows an expired, evicted or replaced item, and always keeps the
+highest-importance live warning that fits."""
 
 from __future__ import annotations
 
@@ -84,6 +84,9 @@ def test_pack_respects_budget_expiry_eviction_and_warnings(
             content = f"{DISTINCT_FACTS[fact]} (note {n})"
             fields: dict[str, Any] = {"importance": importance, "ttl_minutes": ttl, "file_ref": ref}
             out = note(svc, content, kind, **{k: v for k, v in fields.items() if v is not None})
+            if "superseded" in out:
+                # A write that changes a live item's value replaces it: the older is no longer live.
+                model.pop(out["superseded"]["item_id"], None)
             item = model.get(out["item_id"])
             if out["merged"] and item is not None:
                 item.importance = min(1.0, round(item.importance + 0.1, 6))
