@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 from .config import MemoryConfig, parse_config
 from .errors import AgentMemoryError, ConfigError, IdentityError
 from .identity import ResolvedIdentity, resolve_identity
-from .store.edge import IdentityStore, acquire_store, release_store, utc_now
+from .store.contract import Store, utc_now
+from .store.edge import IdentityStore, acquire_store, release_store
 
 if TYPE_CHECKING:
     from .cache.service import CacheService
     from .embeddings.providers import CachedEmbedder
     from .memory.service import MemoryService
     from .plans.service import PlanService
-    from .store.server import ServerStore
 
 logger = logging.getLogger("amplifier_module_tool_agent_memory")
 
@@ -59,7 +59,7 @@ class AgentMemory:
         self.coordinator = coordinator
         self.session_id = session_id
         self.clock = clock
-        self._store: IdentityStore | ServerStore | None = None
+        self._store: Store | None = None
         self._services: dict[str, Any] = {}
         self._lock = threading.RLock()
         self._closed = False
@@ -128,7 +128,7 @@ class AgentMemory:
 
         return get_embedder(self.config.embeddings)
 
-    def store(self) -> IdentityStore | ServerStore:
+    def store(self) -> Store:
         """This identity's store (embedded, or on a Qdrant server: ``storage.backend``), shared in the process."""
         identity = self.check_ready()
         with self._lock:
@@ -241,7 +241,8 @@ class AgentMemory:
             if isinstance(self._store, IdentityStore):
                 release_store(self._store)
             elif self._store is not None:
-                from .store.server import release_server_store
+                from .store.server import ServerStore, release_server_store
 
-                release_server_store(self._store)
+                if isinstance(self._store, ServerStore):
+                    release_server_store(self._store)
             self._store = None

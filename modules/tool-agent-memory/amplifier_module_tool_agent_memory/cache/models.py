@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_valid
 
 from ..memory.models import check_point_id, parse_timestamp
 from ..redaction import redact
-from ..store.edge import iso
+from ..store.contract import iso
 from ..validation import ToolInput
 
 CacheKind = Literal["fact", "decision", "snippet", "warning"]

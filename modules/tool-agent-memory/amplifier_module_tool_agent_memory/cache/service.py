@@ -27,7 +27,7 @@ from ..config import CacheConfig
 from ..embeddings.providers import Embedder
 from ..errors import InvalidInput, NotFound
 from ..redaction import redact_fields
-from ..store.edge import DENSE, Collection, CollectionSpec, IndexSpec, iso
+from ..store.contract import DENSE, Collection, CollectionSpec, IndexSpec, iso
 from ..tokens import count_tokens
 from .calls import CURRENT_CALL, notify
 from .models import (

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..store.edge import Collection
+from ..store.contract import Collection
 from .ranking import Hit
 
 SUPERSEDES = "supersedes"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ..store.edge import DENSE, Collection
+from ..store.contract import DENSE, Collection
 
 if TYPE_CHECKING:
     import qdrant_edge

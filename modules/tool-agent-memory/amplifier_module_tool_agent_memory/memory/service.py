@@ -21,7 +21,7 @@ from ..config import MemorySearchConfig
 from ..embeddings.providers import Embedder
 from ..errors import InvalidInput, NotFound
 from ..redaction import redact_fields
-from ..store.edge import COMPACT_LAYOUT, DENSE, Collection, CollectionSpec, IndexSpec, iso, utc_now
+from ..store.contract import COMPACT_LAYOUT, DENSE, Collection, CollectionSpec, IndexSpec, iso, utc_now
 from .chains import (
     SUPERSEDED_BY,
     SUPERSEDES,

@@ -31,7 +31,7 @@ from ..config import PlanConfig
 from ..embeddings.providers import Embedder
 from ..errors import NotFound
 from ..redaction import redact_text
-from ..store.edge import DENSE, Collection, CollectionSpec, IndexSpec, iso, utc_now
+from ..store.contract import DENSE, Collection, CollectionSpec, IndexSpec, iso, utc_now
 from .models import PlanLookupInput, PlanRecord, PlanRewardInput, PlanStoreInput, redact_plan
 
 if TYPE_CHECKING:
