@@ -519,22 +519,36 @@ class BaseCollection(ABC):
                 continue
             body = {k: v for k, v in payload.items() if k != PAYLOAD_SUM}
             if payload_sum(body) != payload[PAYLOAD_SUM]:
-                body = self._restore_payload(str(point.id))
+                restored = self._restore_payload(str(point.id))
+                if restored is None:
+                    continue  # deleted by a concurrent writer after it was read
+                body = restored
             out.append(replace(point, payload=body))
         return out
 
-    def _restore_payload(self, point_id: str) -> dict[str, Any]:
+    def _restore_payload(self, point_id: str) -> dict[str, Any] | None:
+        """The intact payload of a point whose read failed its checksum; ``None`` when it is gone meanwhile."""
         from ..errors import StoreDamagedError
 
-        logger.error("payload failed its checksum", extra={"collection": self.name, "point": point_id})
-        copy = self.journal.latest(point_id) if self.journal is not None else None
-        if copy is None or copy[0] is None or payload_sum(copy[0]) != copy[0].get(PAYLOAD_SUM):
-            raise StoreDamagedError(
-                f"the stored payload of {point_id} in collection {self.name!r} is damaged (its checksum does not "
-                f"match) and no intact copy exists; {self.repair_hint}"
-            )
-        payload = copy[0]
+        # Reads take no lock, and the engine may show a reader a payload half overwritten by a
+        # concurrent writer. Under the lock no write is in flight: a payload that passes its checksum
+        # there was only read mid-write. Restoring outside the lock could also put back a copy older
+        # than a write that landed meanwhile, losing that write.
         with self.lock:
+            again = self._read(lambda: self._engine_retrieve([point_id], False))
+            if not again:
+                return None
+            payload = dict(again[0].payload or {})
+            if PAYLOAD_SUM not in payload or payload_sum(payload) == payload[PAYLOAD_SUM]:
+                return {k: v for k, v in payload.items() if k != PAYLOAD_SUM}
+            logger.error("payload failed its checksum", extra={"collection": self.name, "point": point_id})
+            copy = self.journal.latest(point_id) if self.journal is not None else None
+            if copy is None or copy[0] is None or payload_sum(copy[0]) != copy[0].get(PAYLOAD_SUM):
+                raise StoreDamagedError(
+                    f"the stored payload of {point_id} in collection {self.name!r} is damaged (its checksum does "
+                    f"not match) and no intact copy exists; {self.repair_hint}"
+                )
+            payload = copy[0]
             try:
                 self._engine_overwrite_payload(point_id, payload)
             except Exception:
