@@ -102,6 +102,22 @@ def public_view(point_id: str, payload: dict[str, Any], score: float | None = No
     return view
 
 
+# Most differences a decided change may name to be acted on as an update of one fact. Decided
+# changes of half A of the updates dev file name 1-3; two remarks of a conversation the
+# comparison calls "changed" (a number here, a dozen other words there) name 11-27, and
+# replacing one with the other would hide a true item. Half B: see README (updates figures).
+MAX_CHANGE_DIFFERENCES = 3
+
+
+def is_one_change(comparison: Comparison) -> bool:
+    """A decided change of one fact: what the memory and cache act on (link, replace, reorder)."""
+    return (
+        comparison.decided
+        and comparison.verdict is Verdict.CHANGED
+        and len(comparison.differences) <= MAX_CHANGE_DIFFERENCES
+    )
+
+
 _BACKGROUND: ThreadPoolExecutor | None = None
 _BACKGROUND_LOCK = threading.Lock()
 
@@ -271,7 +287,7 @@ class MemoryService:
                 if kind == "note" and comparison.similarity < NOTE_MERGE_COSINE:
                     continue
                 return Judgement(merge_into=newest, comparison=comparison)
-            if kind in UPDATABLE_KINDS:
+            if kind in UPDATABLE_KINDS and is_one_change(comparison):
                 return Judgement(supersede=newest, comparison=comparison)
         return Judgement()
 
@@ -458,7 +474,7 @@ class MemoryService:
                 continue
             newer_text = str(newer.payload.get("content", ""))
             comparison = self._compare(Member(older.id, older.payload), newer_text, (a.tolist(), b.tolist()))
-            if comparison.decided and comparison.verdict is Verdict.CHANGED and order.index(newer) > order.index(older):
+            if is_one_change(comparison) and order.index(newer) > order.index(older):
                 order.remove(newer)
                 order.insert(order.index(older), newer)
         return order
