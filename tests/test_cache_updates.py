@@ -91,6 +91,18 @@ def test_the_replacement_survives_a_reopen(make_runtime: Callable[..., AgentMemo
     assert packed_texts(pack(reopened)) == [LIMIT_25]
 
 
+def test_two_different_remarks_sharing_a_value_slot_are_both_kept(make_runtime: Callable[..., AgentMemory]) -> None:
+    # The comparison calls these "changed" (a number on one side) while naming many differences:
+    # that is two remarks, not one fact changed, so neither replaces the other.
+    svc = cache_service(make_runtime, ManualClock())
+    first = "Sam: I finally finished the pottery class last week, it was so relaxing! Jo: That's great, Sam."
+    second = "Jo: I went hiking twice last month with the kids, it was so much fun! Sam: Wow Jo, that sounds great."
+    note(svc, first)
+    out = note(svc, second)
+    assert "superseded" not in out and out["merged"] is False
+    assert sorted(packed_texts(pack(svc))) == sorted([first, second])
+
+
 def test_a_restatement_still_merges(make_runtime: Callable[..., AgentMemory]) -> None:
     svc = cache_service(make_runtime, ManualClock())
     first = note(svc, LIMIT_10)
