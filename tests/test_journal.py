@@ -211,3 +211,101 @@ def test_a_lost_journal_is_written_again_from_the_engine_on_open(
     journal = Journal(root / "alice" / "journal" / "memories")
     journal.open()
     assert set(journal.live_ids()) == set(ids)
+
+
+# The persisted index: opening reads only what was appended after it.
+
+
+def _fill(journal: Journal, names: range) -> None:
+    for n in names:
+        journal.append([Change("upsert", (f"id-{n}",), {"content": f"text {n} " + "x" * 200}, {"dense": [0.5] * 8})])
+
+
+@pytest.fixture()
+def small_segments(monkeypatch: pytest.MonkeyPatch) -> None:
+    import amplifier_module_tool_agent_memory.store.journal as journal_module
+
+    monkeypatch.setattr(journal_module, "SEGMENT_BYTES", 2048)
+
+
+def test_reopening_after_close_reads_no_segment(tmp_path: Path, small_segments: None) -> None:
+    journal = Journal(tmp_path / "j")
+    journal.open()
+    _fill(journal, range(40))
+    journal.append([Change("delete", ("id-3",))])
+    journal.close()
+
+    again = Journal(tmp_path / "j")
+    report = again.open()
+    assert (report.full_scan, report.bytes_read) == (False, 0)
+    assert again.live_ids() == [f"id-{n}" for n in range(40) if n != 3]
+    assert again.last_seq == 41
+
+
+def test_writes_after_the_index_are_read_from_the_tail_only(tmp_path: Path, small_segments: None) -> None:
+    journal = Journal(tmp_path / "j")
+    journal.open()
+    _fill(journal, range(30))
+    journal.checkpoint()
+    _fill(journal, range(30, 34))
+    journal.sync()  # the process dies here: no close, no new index
+
+    again = Journal(tmp_path / "j")
+    report = again.open()
+    assert not report.full_scan
+    assert 0 < report.bytes_read < 4 * 2048
+    assert again.live_ids() == [f"id-{n}" for n in range(34)]
+    latest = again.latest("id-32")
+    assert latest is not None and latest[0] == {"content": "text 32 " + "x" * 200}
+
+
+def test_a_segment_damaged_after_the_index_makes_opening_read_every_segment(
+    tmp_path: Path, small_segments: None
+) -> None:
+    journal = Journal(tmp_path / "j")
+    journal.open()
+    _fill(journal, range(30))
+    journal.close()
+    first = sorted((tmp_path / "j").glob("*.jnl"))[0]
+    data = bytearray(first.read_bytes())
+    data[40] ^= 0xFF  # inside the first frame, the file's size kept
+    first.write_bytes(bytes(data))
+
+    again = Journal(tmp_path / "j")
+    report = again.open()
+    assert report.full_scan
+    assert report.damaged == 1
+    assert "id-0" not in again.live_ids()
+
+
+def test_a_purge_not_followed_by_an_index_is_noticed_on_open(tmp_path: Path, small_segments: None) -> None:
+    journal = Journal(tmp_path / "j")
+    journal.open()
+    _fill(journal, range(30))
+    journal.checkpoint()
+    journal.append([Change("delete", ("id-2", "id-17"))])
+    journal.purge(["id-2", "id-17"])
+    journal.sync()  # the process dies before the index is written again
+
+    again = Journal(tmp_path / "j")
+    again.open()
+    assert again.live_ids() == [f"id-{n}" for n in range(30) if n not in (2, 17)]
+    # A record after a purged one moved within its rewritten segment: it is found where it is now.
+    assert [again.latest(f"id-{n}") for n in (3, 18)] == [
+        ({"content": f"text {n} " + "x" * 200}, {"dense": [0.5] * 8}) for n in (3, 18)
+    ]
+    assert b"text 17 " not in _files_bytes(tmp_path / "j")
+
+
+def test_a_damaged_index_makes_opening_read_every_segment(tmp_path: Path, small_segments: None) -> None:
+    journal = Journal(tmp_path / "j")
+    journal.open()
+    _fill(journal, range(12))
+    journal.close()
+    index = tmp_path / "j" / "index.bin"
+    index.write_bytes(index.read_bytes()[:-3])
+
+    again = Journal(tmp_path / "j")
+    report = again.open()
+    assert report.full_scan
+    assert again.live_ids() == [f"id-{n}" for n in range(12)]

@@ -751,7 +751,8 @@ def rebuild_collection(
     path = store.path / spec.name
     refuse_links(path, store.path)
     journal = Journal(store.path / JOURNAL_DIR / spec.name)
-    report = journal.open()
+    # Repair reads and checks every segment, whatever the persisted index says.
+    report = journal.open(full_scan=True)
     result: dict[str, Any] = {"collection": spec.name, "journal_points": journal.live_count}
     if report.records == 0:
         journal.close()

@@ -11,12 +11,22 @@ Layout of ``<identity>/journal/<collection>/``::
 
     00000001.jnl ...   segments of at most SEGMENT_BYTES, appended in order
     checkpoint.json    {"engine_seq": n}: the engine holds every change up to sequence n
+    index.bin          the id -> record index as of some moment (see below); a cache, never the truth
 
 A frame: ``MAGIC`` (2 bytes), body length (u32), CRC-32 of the body (u32), then the body:
 meta length (u32), meta JSON (``seq``, ``op``, ``ids``, vector names and sizes), payload length
-(u32), payload JSON, vectors (float32, little-endian, in the order the meta names them). Opening
-reads only the meta of each frame (and checks every CRC). A damaged frame is skipped (the next
-one is found by its magic and CRC) and reported, never applied.
+(u32), payload JSON, vectors (float32, little-endian, in the order the meta names them). A damaged
+frame is skipped (the next one is found by its magic and CRC) and reported, never applied.
+
+Opening does not read the whole journal: ``index.bin`` (written at checkpoints, at close and after a
+purge) holds the index of live ids, the counts and each segment's identity (inode, size, mtime,
+and a CRC-32 of segments written less than :data:`FRESH_NS` before it, whose mtime could hide a
+change made in the same clock tick). Opening loads it, checks every segment against it, and reads
+only what was appended after it (the tail of the segment that was active, and newer segments). A
+segment changed in any other way (rewritten, damaged in place, cut, missing), or a damaged or
+missing index, makes opening read every segment as before (checking every CRC), so a change to a
+trusted segment is caught at open; bit rot that keeps a file's size and mtime is caught when the
+record is read (every read checks its CRC) and by ``agent-memory repair`` (a full scan).
 
 Forgetting (``purge``) rewrites the segments that hold a deleted point's records without them, so
 no copy of its text stays in the journal; the delete record itself (ids only) stays.
@@ -29,10 +39,12 @@ import logging
 import os
 import struct
 import sys
+import time
 import zlib
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any, Literal
 
@@ -48,7 +60,13 @@ SEGMENT_BYTES = 1024 * 1024
 # this many journal records on the next open. A flush of Edge measured 8-11 ms (300-point shard).
 CHECKPOINT_EVERY = 200
 CHECKPOINT = "checkpoint.json"
+INDEX = "index.bin"
 SUFFIX = ".jnl"
+_INDEX_MAGIC = b"\xa7X"
+_INDEX_VERSION = 1
+# A segment modified less than this before the index was written is also checked by its CRC at open: file
+# times advance by clock ticks (4 ms at HZ=250), so a change in the same tick would keep the mtime.
+FRESH_NS = 2_000_000_000
 
 Op = Literal["upsert", "payload", "vector", "delete"]
 
@@ -80,6 +98,9 @@ class ScanReport:
     damaged: int = 0
     damaged_bytes: int = 0
     last_seq: int = 0
+    # Whether opening read every segment (no usable index) or loaded the index and read the tail.
+    full_scan: bool = True
+    bytes_read: int = 0
 
 
 def _encode(seq: int, change: Change) -> bytes:
@@ -180,22 +201,40 @@ class Journal:
     engine_seq: int = 0
     # id -> where its records are: (segment number << 32) | offset, oldest first.
     _locs: dict[str, list[int]] = field(default_factory=dict)
-    _seg_ids: dict[int, set[str]] = field(default_factory=dict)
+    # Records of ids deleted since opening, kept until the purge that removes them.
+    _dropped: dict[str, list[int]] = field(default_factory=dict)
+    # The highest sequence number in each segment (entries() skips segments entirely before a sequence).
+    _seg_last: dict[int, int] = field(default_factory=dict)
     _segments: list[int] = field(default_factory=list)
+    _index_stale: bool = True
     _fd: int = -1
     _size: int = 0
     _seq: int = 0
 
     # Opening
 
-    def open(self) -> ScanReport:
-        """Read every segment (checking each frame), build the index of live ids, read the checkpoint."""
+    def open(self, full_scan: bool = False) -> ScanReport:
+        """Load the index (or read every segment, checking each frame), read the tail after it and the checkpoint.
+
+        ``full_scan``: read and check every segment whatever the index says (``agent-memory repair``).
+        """
         if not self.read_only:
             self.folder.mkdir(parents=True, exist_ok=True)
+        self._close_fd()
         self._segments = sorted(int(p.stem) for p in self._segment_paths())
+        self._locs, self._dropped, self._seg_last = {}, {}, {}
         report = ScanReport()
-        for number in self._segments:
-            self._index_segment(number, report)
+        tail = None if full_scan else self._load_index(report)
+        if tail is None:
+            self._locs, self._seg_last = {}, {}
+            report = ScanReport()
+            tail = [(number, 0) for number in self._segments]
+        else:
+            report.full_scan = False
+        for number, start in tail:
+            self._index_segment(number, report, start)
+        # An index that needed a tail (or none at all) is written again at the next checkpoint.
+        self._index_stale = report.full_scan or bool(report.bytes_read)
         self.report = report
         self._seq = report.last_seq
         self.engine_seq = self._read_checkpoint()
@@ -214,10 +253,13 @@ class Journal:
     def _path(self, number: int) -> Path:
         return self.folder / f"{number:08d}{SUFFIX}"
 
-    def _index_segment(self, number: int, report: ScanReport) -> None:
-        data = self._path(number).read_bytes()
-        ids_here = self._seg_ids.setdefault(number, set())
-        for offset, body, length in _frames(data):
+    def _index_segment(self, number: int, report: ScanReport, start: int = 0) -> None:
+        with open(self._path(number), "rb") as fh:
+            fh.seek(start)
+            data = fh.read()
+        report.bytes_read += len(data)
+        for rel, body, length in _frames(data):
+            offset = start + rel
             if body is None:
                 report.damaged += 1
                 report.damaged_bytes += length
@@ -231,17 +273,157 @@ class Journal:
                 continue
             report.records += 1
             report.last_seq = max(report.last_seq, seq)
-            self._note(number, offset, op, ids, ids_here)
+            self._seg_last[number] = max(self._seg_last.get(number, 0), seq)
+            self._note(number, offset, op, ids)
 
-    def _note(self, number: int, offset: int, op: str, ids: Sequence[str], ids_here: set[str]) -> None:
+    def _note(self, number: int, offset: int, op: str, ids: Sequence[str], live: bool = False) -> None:
         if op == "delete":
             for pid in ids:
-                self._locs.pop(pid, None)
+                gone = self._locs.pop(pid, None)
+                if live and gone:
+                    # Where the deleted point's records are, for the purge that follows.
+                    self._dropped.setdefault(pid, []).extend(gone)
             return
         loc = (number << 32) | offset
         for pid in ids:
             self._locs.setdefault(pid, []).append(loc)
-            ids_here.add(pid)
+
+    # The persisted index
+
+    def _segment_stamp(self, number: int, now_ns: int) -> list[int] | None:
+        """[number, size, inode, mtime_ns, last seq, CRC of a fresh segment or -1]."""
+        path = self._path(number)
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        crc = -1
+        if now_ns - st.st_mtime_ns < FRESH_NS:
+            crc = zlib.crc32(path.read_bytes()[: st.st_size])
+        return [number, st.st_size, st.st_ino, st.st_mtime_ns, self._seg_last.get(number, 0), crc]
+
+    def write_index(self) -> None:
+        """Persist the index of live ids and the counts, with each segment's identity (no fsync: a torn index
+        fails its CRC and opening reads every segment instead)."""
+        if self.read_only or not self._index_stale:
+            return
+        now_ns = time.time_ns()
+        stamps = []
+        for number in self._segments:
+            stamp = self._segment_stamp(number, now_ns)
+            if stamp is not None:
+                stamps.append(stamp)
+        report = self.report
+        head = {
+            "version": _INDEX_VERSION,
+            "seq": self._seq,
+            "records": report.records,
+            "damaged": report.damaged,
+            "damaged_bytes": report.damaged_bytes,
+            "segments": stamps,
+        }
+        ids = list(self._locs)
+        counts = array("I", map(len, self._locs.values()))
+        locs = array("Q", chain.from_iterable(self._locs.values()))
+        if sys.byteorder != "little":
+            counts.byteswap()
+            locs.byteswap()
+        head_b = json.dumps(head, separators=(",", ":")).encode()
+        ids_b = json.dumps(ids, separators=(",", ":"), ensure_ascii=False).encode()
+        body = b"".join(
+            [_U32.pack(len(head_b)), head_b, _U32.pack(len(ids_b)), ids_b, counts.tobytes(), locs.tobytes()]
+        )
+        tmp = self.folder / (INDEX + ".tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            try:
+                os.write(fd, _HEAD.pack(_INDEX_MAGIC, len(body), zlib.crc32(body)) + body)
+            finally:
+                os.close(fd)
+            os.replace(tmp, self.folder / INDEX)
+        except OSError:
+            # Only opening's speed depends on it.
+            logger.warning("could not write the journal index", extra={"journal": str(self.folder)}, exc_info=True)
+            return
+        self._index_stale = False
+
+    def _load_index(self, report: ScanReport) -> list[tuple[int, int]] | None:
+        """Load the persisted index when every segment matches it; the (segment, offset) ranges still to read."""
+        try:
+            data = (self.folder / INDEX).read_bytes()
+        except OSError:
+            return None
+        try:
+            magic, length, crc = _HEAD.unpack_from(data, 0)
+            body = memoryview(data)[_HEAD.size :]
+            if magic != _INDEX_MAGIC or len(body) != length or zlib.crc32(body) != crc:
+                raise ValueError("damaged index")
+            (head_len,) = _U32.unpack_from(body, 0)
+            head = json.loads(bytes(body[4 : 4 + head_len]))
+            pos = 4 + head_len
+            (ids_len,) = _U32.unpack_from(body, pos)
+            ids: list[str] = json.loads(bytes(body[pos + 4 : pos + 4 + ids_len]))
+            pos += 4 + ids_len
+            counts = array("I")
+            counts.frombytes(bytes(body[pos : pos + 4 * len(ids)]))
+            locs = array("Q")
+            locs.frombytes(bytes(body[pos + 4 * len(ids) :]))
+            if sys.byteorder != "little":
+                counts.byteswap()
+                locs.byteswap()
+            if head.get("version") != _INDEX_VERSION or len(counts) != len(ids) or sum(counts) != len(locs):
+                raise ValueError("inconsistent index")
+            stamps = [tuple(int(x) for x in stamp) for stamp in head["segments"]]
+        except (ValueError, KeyError, TypeError, struct.error):
+            logger.warning("journal index unusable: reading every segment", extra={"journal": str(self.folder)})
+            return None
+        tail = self._tail_after(stamps)
+        if tail is None:
+            return None
+        if all(n == 1 for n in counts):
+            self._locs = {pid: [loc] for pid, loc in zip(ids, locs, strict=True)}
+        else:
+            pos = 0
+            self._locs = {}
+            for pid, n in zip(ids, counts, strict=True):
+                self._locs[pid] = locs[pos : pos + n].tolist()
+                pos += n
+        self._seg_last = {number: last for number, _size, _ino, _mtime, last, _crc in stamps}
+        report.records = int(head["records"])
+        report.damaged = int(head["damaged"])
+        report.damaged_bytes = int(head["damaged_bytes"])
+        report.last_seq = int(head["seq"])
+        return tail
+
+    def _tail_after(self, stamps: list[tuple[int, ...]]) -> list[tuple[int, int]] | None:
+        """What to read after the index: None when a segment it describes changed other than by appending."""
+        known = {stamp[0] for stamp in stamps}
+        last = max(known, default=0)
+        if any(number not in known and number < last for number in self._segments):
+            return None
+        on_disk = set(self._segments)
+        tail: list[tuple[int, int]] = []
+        for number, size, ino, mtime, _last, crc in stamps:
+            if number not in on_disk:
+                return None
+            path = self._path(number)
+            try:
+                st = path.stat()
+            except OSError:
+                return None
+            grown = number == last and st.st_size > size
+            if st.st_ino != ino or st.st_size < size or (st.st_size > size and not grown):
+                return None
+            if not grown and st.st_mtime_ns != mtime:
+                return None
+            if crc >= 0:
+                with open(path, "rb") as fh:
+                    if zlib.crc32(fh.read(size)) != crc:
+                        return None
+            if grown:
+                tail.append((number, size))
+        tail.extend((number, 0) for number in self._segments if number > last)
+        return tail
 
     def _read_checkpoint(self) -> int:
         try:
@@ -295,9 +477,11 @@ class Journal:
             raise
         self._size += len(data)
         number = self._segments[-1]
-        ids_here = self._seg_ids.setdefault(number, set())
         for off, change in notes:
-            self._note(number, off, change.op, change.ids, ids_here)
+            self._note(number, off, change.op, change.ids, live=True)
+        self._seg_last[number] = self._seq
+        self.report.records += len(changes)
+        self._index_stale = True
         if self._size >= SEGMENT_BYTES:
             self._rotate()
         return mark
@@ -310,16 +494,16 @@ class Journal:
             self._close_fd()
             newest = self._segments.pop()
             self._path(newest).unlink(missing_ok=True)
-            self._seg_ids.pop(newest, None)
+            self._seg_last.pop(newest, None)
             self._open_active()
         self._truncate_active(size)
         self._seq -= count
+        self.report.records -= count
         if any(change.op == "delete" for change in changes):
             # A delete dropped ids from the index: read it again from the (cut back) segments.
-            self._close_fd()
-            self._locs.clear()
-            self._seg_ids.clear()
+            dropped = self._dropped
             self.open()
+            self._dropped = dropped
             return
         cut = (number << 32) | size
         for change in changes:
@@ -379,6 +563,7 @@ class Journal:
             os.close(fd)
         os.replace(tmp, self.folder / CHECKPOINT)
         self.engine_seq = seq
+        self.write_index()
 
     # Reading
 
@@ -421,6 +606,9 @@ class Journal:
     def entries(self, after_seq: int = 0) -> Iterator[Entry]:
         """Every readable change with a sequence number above ``after_seq``, oldest first."""
         for number in list(self._segments):
+            if 0 < self._seg_last.get(number, 0) <= after_seq:
+                # Every record of this segment is at or before after_seq (purges only remove records).
+                continue
             try:
                 data = self._path(number).read_bytes()
             except FileNotFoundError:
@@ -458,7 +646,9 @@ class Journal:
         if fresh:
             self.append(fresh)
         touched = {loc >> 32 for loc in obsolete}
-        numbers = sorted({n for n, ids in self._seg_ids.items() if ids & gone} | touched)
+        for pid in gone:
+            touched.update(loc >> 32 for loc in self._dropped.pop(pid, ()))
+        numbers = sorted(n for n in touched if n in self._segments)
         removed = 0
         for number in numbers:
             removed += self._rewrite(number, gone, obsolete)
@@ -470,6 +660,7 @@ class Journal:
         kept: list[bytes] = []
         # New offsets of the records kept, by id (one pass: the segment is parsed once).
         moved: dict[str, list[int]] = {}
+        seen: set[str] = set()
         size = 0
         for offset, body, length in _frames(data):
             if body is None:
@@ -477,7 +668,9 @@ class Journal:
             meta, _ = _meta(body)
             ids = [str(i) for i in meta["ids"]]
             if meta["op"] != "delete":
+                seen.update(ids)
                 if gone.intersection(ids) or ((number << 32) | offset) in obsolete:
+                    self.report.records -= 1
                     continue
                 for pid in ids:
                     moved.setdefault(pid, []).append((number << 32) | size)
@@ -497,14 +690,14 @@ class Journal:
         os.replace(tmp, path)
         _fsync_dir(self.folder)
         # Offsets in this segment moved: point the live ids at their new places.
-        for pid in self._seg_ids.pop(number, set()):
+        for pid in seen:
             locs = self._locs.get(pid)
             if locs is None:
                 continue
             locs[:] = sorted([loc for loc in locs if loc >> 32 != number] + moved.get(pid, []))
             if not locs:
                 del self._locs[pid]
-        self._seg_ids[number] = {pid for pid in moved if pid in self._locs}
+        self._index_stale = True
         if active:
             self._open_active()
         return len(data) - len(out)
@@ -520,9 +713,10 @@ class Journal:
         return total
 
     def close(self) -> None:
-        """fsync and close the active segment."""
+        """fsync and close the active segment, then persist the index (the next open reads no segment)."""
         if self._fd >= 0:
             try:
                 self.sync()
             finally:
                 self._close_fd()
+        self.write_index()
