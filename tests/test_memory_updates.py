@@ -300,3 +300,15 @@ async def test_the_same_rewording_as_a_fact_merges(tools: dict[str, Any]) -> Non
     first = await store(tools, "We chose PostgreSQL for the billing service.")
     again = await store(tools, "PostgreSQL is what we chose for the billing service.")
     assert (again["id"], again["duplicate"]) == (first["id"], True)
+
+
+async def test_export_and_import_keep_a_chain(
+    make_runtime: Callable[..., AgentMemory], clock: ManualClock
+) -> None:
+    source = make_runtime()
+    source.clock = clock
+    a, b, c = await chain_of_three(runtime_tools(source), clock)
+    records = list(source.memory().export())
+    target = make_runtime(identity="bob")
+    target.memory().import_records(records)
+    assert [m["id"] for m in (await get(runtime_tools(target), b))["chain"]] == [a, b, c]
