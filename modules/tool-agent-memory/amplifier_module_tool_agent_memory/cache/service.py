@@ -26,7 +26,7 @@ from ..compare import Comparator, Comparison
 from ..config import CacheConfig
 from ..embeddings.providers import Embedder
 from ..errors import InvalidInput, NotFound
-from ..memory.service import is_one_change
+from ..memory.service import MERGE_COSINE, is_one_change
 from ..redaction import redact_fields
 from ..store.contract import DENSE, Collection, CollectionSpec, IndexSpec, iso
 from ..tokens import count_tokens
@@ -49,10 +49,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# A merge keeps the older text and drops the newer, so a restatement merges only when it is also
-# nearly the same text (the cache's dedup cosine before issue 9): on 150 LoCoMo chat fragments
-# written to one scope, the comparison alone called 10 pairs of different remarks the same.
-MERGE_COSINE = 0.92
 # Live items of the same kind compared with a new one: one, as for long-term memory
 # (memory/service.py COMPARE_CANDIDATES).
 COMPARE_CANDIDATES = 1
