@@ -14,6 +14,7 @@ from amplifier_module_tool_agent_memory.compare import (
     Verdict,
 )
 from amplifier_module_tool_agent_memory.embeddings import CachedEmbedder
+from amplifier_module_tool_agent_memory.plans.service import PLAN_COMPARISON
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +41,8 @@ CASES = [
         ("polarity", "The cache is enabled", "The cache is not enabled"),
         ("order", "Sync the calendar from Outlook to Google", "Sync the calendar from Google to Outlook"),
         ("qualifier", "Archive the invoices older than a year", "Archive the unpaid invoices older than a year"),
-        ("content", "Archive the invoices older than a year", "Archive the receipts older than a year"),
+        ("content", "Archive the invoices older than a year", "Print the invoices older than a year"),
+        ("term", "Water the ferns twice a week", "Water the cacti twice a week"),
 ]
 
 
@@ -131,3 +133,54 @@ def test_a_request_may_leave_out_context_when_plan_lookup_allows_it(embedder: Ca
 def test_a_loose_rewording_sharing_one_word_is_not_same(comparator: Comparator) -> None:
     # Only "leaderboard" is shared and no value anchors the texts: a high cosine is not enough.
     assert not comparator.compare("Fix the leaderboard", "Please rename the leaderboard in the sidebar").same
+
+
+def test_wordnet_synonyms_restate(comparator: Comparator) -> None:
+    assert comparator.compare("Purchase two licences for the design team", "Buy two licences for the design team").same
+
+
+def test_a_verb_troponym_does_the_same_action(comparator: Comparator) -> None:
+    assert comparator.compare("Mail the signed contract to the lawyer", "Send the signed contract to the lawyer").same
+
+
+def test_a_wordnet_antonym_is_a_polarity_change(comparator: Comparator) -> None:
+    result = comparator.compare("Widen the margins of the printed report", "Narrow the margins of the printed report")
+    assert kinds(result) == {"polarity"} and result.decided
+
+
+def test_an_adjective_antonym_through_its_cluster_is_a_polarity_change(comparator: Comparator) -> None:
+    result = comparator.compare("The garage door stays shut overnight", "The garage door stays open overnight")
+    assert kinds(result) == {"polarity"}
+
+
+def test_opposite_particles_are_a_polarity_change(comparator: Comparator) -> None:
+    result = comparator.compare("Switch the porch light on at sunset", "Switch the porch light off at sunset")
+    assert [d.describe() for d in result.differences] == ["polarity: on -> off"]
+
+
+def test_two_words_trading_places_across_to_are_an_order_change(comparator: Comparator) -> None:
+    result = comparator.compare(
+        "Translate the German subtitles in the player to French",
+        "Translate the French subtitles in the player to German",
+    )
+    assert kinds(result) == {"order"} and result.decided
+
+
+def test_a_file_name_with_a_digit_in_its_extension_is_a_path(comparator: Comparator) -> None:
+    result = comparator.compare("Convert lecture.mp4 to audio", "Convert seminar.mp4 to audio")
+    assert kinds(result) == {"path"}
+
+
+def test_a_substituted_noun_amid_shared_values_is_another_thing(comparator: Comparator) -> None:
+    result = comparator.compare(
+        "Forward payslips from hr@acme.io to me@home.io", "Forward photos from hr@acme.io to me@home.io"
+    )
+    assert result.decided and kinds(result) == {"term"}
+
+
+def test_a_request_leaving_out_a_qualifier_is_not_the_same(embedder: CachedEmbedder) -> None:
+    plans = Comparator(embedder, settings=PLAN_COMPARISON)
+    result = plans.compare(
+        "Show the overdue invoices in the finance dashboard", "Show the invoices in the finance dashboard"
+    )
+    assert not result.same and kinds(result) == {"qualifier"}

@@ -78,9 +78,15 @@ async def test_an_undecidable_look_alike_is_a_candidate_to_confirm(tools: dict[s
 
 async def test_a_substituted_word_is_a_candidate_naming_it(tools: dict[str, Any]) -> None:
     await store(tools, "Archive the invoices older than a year", GZIP_PLAN)
-    out = await lookup(tools, "Archive the receipts older than a year")
+    out = await lookup(tools, "Print the invoices older than a year")
     assert out["answer"] == "candidate"
-    assert out["candidate"]["differences"] == ["content: invoices -> receipts"]
+    assert out["candidate"]["differences"] == ["content: Archive -> Print"]
+
+
+async def test_a_substituted_noun_naming_another_thing_is_a_miss(tools: dict[str, Any]) -> None:
+    await store(tools, "Archive the invoices older than a year", GZIP_PLAN)
+    out = await lookup(tools, "Archive the receipts older than a year")
+    assert out["answer"] == "miss"
 
 
 async def test_a_request_that_only_leaves_out_context_is_a_hit(tools: dict[str, Any]) -> None:

@@ -34,11 +34,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Literal
 
 from ..embeddings import Embedder
 from .extract import Item, Reading, Slot, read, stem
 from .lexicon import FUNCTION_WORDS
 from .types import Comparison, Difference, Verdict
+from .wordnet import Relation, WordNet, default_wordnet
 from .words import WordSimilarity, default_word_similarity
 
 __all__ = ["Comparator", "CompareSettings"]
@@ -52,7 +54,10 @@ class CompareSettings:
     """The comparison's parameters (the benchmark tunes them leave-one-domain-out)."""
 
     synonym: float = 0.6
-    """Word-embedding cosine at which two different words count as the same word."""
+    """Word-embedding cosine at which two different words WordNet does not know count as the same word."""
+    action_same: bool = True
+    """A verb that is the direct hypernym or troponym of the other text's verb (send / forward) does the same
+    action; False leaves such a substitution for the agent to judge."""
     aligned: float = 0.6
     """Share of each text's words accounted for (the smaller of the two) from which the texts count as aligned:
     their differing words are then a localised substitution or qualifier, decided as a change."""
@@ -80,6 +85,9 @@ class _Side:
     """Indexes of items accounted for by the other text."""
     soft: set[int] = field(default_factory=set)
     """Of those, the ones matched only by word similarity."""
+    loose: set[int] = field(default_factory=set)
+    """Of the soft ones, those paired by word-embedding similarity alone (no WordNet synonym): they align a loose
+    rewording, but a localised substitution is judged by WordNet (see ``Comparator._match_soft``)."""
     repeats: set[int] = field(default_factory=set)
     """Items that repeat a word more often than the other text says it (held back, see ``_settle_repeats``)."""
 
@@ -132,10 +140,13 @@ class Comparator:
         embedder: Embedder,
         words: WordSimilarity | None = None,
         settings: CompareSettings | None = None,
+        lexicon: WordNet | Literal[False] | None = None,
     ) -> None:
+        """``lexicon``: the WordNet reader (None: the installed one; False: none, substitutions stay undecided)."""
         self.embedder = embedder
         self.words = words if words is not None else default_word_similarity(embedder)
         self.settings = settings or CompareSettings()
+        self.lexicon: WordNet | None = default_wordnet() if lexicon is None else lexicon or None
 
     # ------------------------------------------------------------------ public
 
@@ -165,20 +176,25 @@ class Comparator:
         side_a, side_b = _Side(ra), _Side(rb)
         self._match_words(side_a, rb)
         self._match_words(side_b, ra)
-        self._match_soft(side_a, side_b)
+        opposites = self._match_soft(side_a, side_b)
         _settle_repeats(side_a, side_b)
         _settle_repeats(side_b, side_a)
-        polarity = self._polarity(ra, rb, side_a, side_b)
-        diffs += polarity
+        diffs += opposites
+        diffs += self._polarity(ra, rb, side_a, side_b)
+        diffs += self._particle_polarity(ra, rb)
         diffs += self._role_differences(ra, rb)
+        diffs += _swapped_around_target(ra, rb)
+        s = self.settings
+        # Aligned: most words shared, or the difference is confined to a few words amid shared ones. Words paired
+        # only by word-embedding similarity do not count for it; in aligned texts they are substitutions to judge.
+        anchors = len({sl.key for sl in ra.slots} & {sl.key for sl in rb.slots})
+        aligned = self._aligned(len(ra.items), len(rb.items), side_a.matched - side_a.loose,
+                                side_b.matched - side_b.loose, anchors)
+        if aligned:
+            side_a.matched -= side_a.loose
+            side_b.matched -= side_b.loose
         word_diffs = self._word_differences(side_a, side_b)
         share = self._share(side_a, side_b)
-        s = self.settings
-        left_over = max(len(ra.items) - len(side_a.matched), len(rb.items) - len(side_b.matched))
-        # Aligned: most words shared, or the difference is confined to a few words amid shared ones.
-        aligned = share >= s.aligned or (
-            left_over <= s.local_words and min(len(side_a.matched), len(side_b.matched)) >= 2
-        )
         if not aligned and cosine < s.different_cosine:
             return Comparison(Verdict.DIFFERENT, tuple(diffs + word_diffs), cosine, True,
                               f"cosine {cosine:.2f} and {share:.0%} of words shared: about something else")
@@ -188,7 +204,9 @@ class Comparator:
         # A request may leave out some context, not most of what the stored text says (a third at most).
         if word_diffs and s.subset_cosine is not None and cosine >= s.subset_cosine and all(
             d.new is None for d in word_diffs
-        ) and 3 * len(word_diffs) <= len(ra.items):
+        ) and 3 * len(word_diffs) <= len(ra.items) and not any(
+            self._qualifier(ra, d.old) for d in word_diffs
+        ):
             left_out = ", ".join(str(d.old) for d in word_diffs)
             return Comparison(Verdict.SAME, (), cosine, True,
                               f"same values; leaves out {left_out} (cosine {cosine:.2f})")
@@ -210,6 +228,16 @@ class Comparator:
             return Comparison(Verdict.SAME, (), cosine, True, f"same values, {how} (cosine {cosine:.2f})")
         return Comparison(Verdict.SAME, (), cosine, False,
                           f"same values in other words, but cosine {cosine:.2f} < {s.same_cosine:.2f}: unsure")
+
+    def _aligned(self, na: int, nb: int, matched_a: set[int], matched_b: set[int], anchors: int) -> bool:
+        """Most words of both texts accounted for, or what is left over is a couple of words amid shared words
+        and values (``anchors``: values both texts have)."""
+        share = 1.0 if na == 0 and nb == 0 else min(len(matched_a) / na if na else 0.0,
+                                                    len(matched_b) / nb if nb else 0.0)
+        left_over = max(na - len(matched_a), nb - len(matched_b))
+        return share >= self.settings.aligned or (
+            left_over <= self.settings.local_words and min(len(matched_a), len(matched_b)) + anchors >= 2
+        )
 
     # ------------------------------------------------------------------ values
 
@@ -305,29 +333,85 @@ class Comparator:
             ) or self._lexical(item, other_stems, other_surfaces, tokens, content_tokens, own_stems):
                 side.matched.add(k)
 
-    def _match_soft(self, side_a: _Side, side_b: _Side) -> None:
-        """Pair the words neither text accounts for lexically, one to one, by word similarity (synonyms)."""
+    def _relation(self, x: Item, y: Item) -> Relation:
+        """How two content words relate in WordNet (UNKNOWN for code names, or without the lexicon)."""
+        if self.lexicon is None or x.kind != "word" or y.kind != "word":
+            return Relation.UNKNOWN
+        return self.lexicon.relation(_surface(x), _surface(y))
+
+    def _other_thing(self, x: Item, y: Item) -> bool:
+        """Two nouns WordNet knows that name different things: unrelated, or one a broader kind of the other.
+
+        Only nouns: a request's verb varies freely ("Add" / "Show" a spinner) where a changed object never
+        does, so an unrelated verb or adjective stays a substitution for the agent to judge."""
+        if self.lexicon is None or x.pos == 0 or y.pos == 0:
+            return False  # the first word of a request is its verb ("Sort" / "Order" the list), whatever else it is
+        if self._relation(x, y) not in (Relation.UNRELATED, Relation.KIND):
+            return False
+        return self.lexicon.main_pos(_surface(x)) == "n" and self.lexicon.main_pos(_surface(y)) == "n"
+
+    def _qualifier(self, reading: Reading, word: str | None) -> bool:
+        """``word`` of ``reading`` qualifies something: mostly an adverb, or mostly an adjective placed right
+        before a content word ("last month", "verbose logging"), never the request's verb ("Lower the rate")."""
+        if self.lexicon is None or word is None or not word.isalpha():
+            return False
+        pos = self.lexicon.main_pos(word.lower())
+        if pos == "r":
+            return True
+        if pos != "a":
+            return False
+        # The word it qualifies is a common word: before a code name or value ("the variable playerHealth")
+        # an adjective-like noun names the thing instead.
+        at = {item.pos for item in reading.items if item.text == word and item.pos > 0}
+        return any(item.pos - 1 in at and item.kind == "word" for item in reading.items)
+
+    def _match_soft(self, side_a: _Side, side_b: _Side) -> list[Difference]:
+        """Pair the words neither text accounts for lexically, one to one: WordNet synonyms (and verbs naming the
+        same action more or less specifically) are the same word, WordNet antonyms a polarity change (returned);
+        other words a word-embedding similarity of ``settings.synonym`` pairs loosely (see ``_Side.loose``)."""
         left_a = [k for k in range(len(side_a.reading.items)) if k not in side_a.matched]
         left_b = [k for k in range(len(side_b.reading.items)) if k not in side_b.matched]
         if not left_a or not left_b:
-            return
-        self.words.prefetch(
-            [w for k in left_a for w in _raw_parts(side_a.reading.items[k])]
-            + [w for k in left_b for w in _raw_parts(side_b.reading.items[k])]
-        )
-        pairs: list[tuple[float, int, int]] = []
+            return []
+        pairs: list[tuple[int, float, int, int]] = []
+        opposite: list[tuple[int, int]] = []
+        unknown: list[tuple[int, int]] = []
+        # Words WordNet does not relate are still paired by similarity, as loose: they may align a loose
+        # rewording ("entry" / "section"), never make a localised substitution the same word.
         for ka in left_a:
-            wa = _raw_parts(side_a.reading.items[ka])
             for kb in left_b:
-                wb = _raw_parts(side_b.reading.items[kb])
-                if not wa or not wb:
-                    continue
-                sim = min(max(self.words.similarity(x, y) for y in wb) for x in wa)
-                if sim >= self.settings.synonym:
-                    pairs.append((sim, ka, kb))
+                relation = self._relation(side_a.reading.items[ka], side_b.reading.items[kb])
+                if relation is Relation.ANTONYM:
+                    opposite.append((ka, kb))
+                elif relation is Relation.SYNONYM or (relation is Relation.ACTION and self.settings.action_same):
+                    pairs.append((2, 1.0, ka, kb))
+                else:
+                    unknown.append((ka, kb))
+        if unknown:
+            self.words.prefetch(
+                [w for ka, _ in unknown for w in _raw_parts(side_a.reading.items[ka])]
+                + [w for _, kb in unknown for w in _raw_parts(side_b.reading.items[kb])]
+            )
+        for ka, kb in unknown:
+            wa = _raw_parts(side_a.reading.items[ka])
+            wb = _raw_parts(side_b.reading.items[kb])
+            if not wa or not wb:
+                continue
+            sim = min(max(self.words.similarity(x, y) for y in wb) for x in wa)
+            if sim >= self.settings.synonym:
+                pairs.append((0, sim, ka, kb))
         used_a: set[int] = set()
         used_b: set[int] = set()
-        for _, ka, kb in sorted(pairs, reverse=True):
+        out: list[Difference] = []
+        for ka, kb in opposite:
+            if ka in used_a or kb in used_b:
+                continue
+            used_a.add(ka)
+            used_b.add(kb)
+            side_a.matched.add(ka)
+            side_b.matched.add(kb)
+            out.append(Difference("polarity", side_a.reading.items[ka].text, side_b.reading.items[kb].text))
+        for rank, _, ka, kb in sorted(pairs, reverse=True):
             if ka in used_a or kb in used_b:
                 continue
             used_a.add(ka)
@@ -336,6 +420,25 @@ class Comparator:
             side_a.soft.add(ka)
             side_b.matched.add(kb)
             side_b.soft.add(kb)
+            if rank == 0:
+                side_a.loose.add(ka)
+                side_b.loose.add(kb)
+        return out
+
+    def _particle_polarity(self, ra: Reading, rb: Reading) -> list[Difference]:
+        """Function words one text has and the other does not that WordNet calls opposites ("turn on" /
+        "turn off", "scroll up" / "scroll down", "log in" / "log out"): a polarity change."""
+        if self.lexicon is None:
+            return []
+        words_a = Counter(t for t in ra.tokens if t in FUNCTION_WORDS)
+        words_b = Counter(t for t in rb.tokens if t in FUNCTION_WORDS)
+        only_a, only_b = words_a - words_b, words_b - words_a
+        out: list[Difference] = []
+        for x in only_a:
+            for y in only_b:
+                if self.lexicon.relation(x, y) is Relation.ANTONYM:
+                    out.append(Difference("polarity", x, y))
+        return out
 
     @staticmethod
     def _lexical(
@@ -426,7 +529,10 @@ class Comparator:
         only_b = [it for k, it in enumerate(side_b.reading.items) if k not in side_b.matched]
         out: list[Difference] = []
         for x, y in zip(only_a, only_b, strict=False):
-            out.append(Difference(_word_kind(x, y), x.text, y.text))
+            kind = _word_kind(x, y)
+            if kind == "content" and self._other_thing(x, y):
+                kind = "term"
+            out.append(Difference(kind, x.text, y.text))
         for x in only_a[len(only_b) :]:
             out.append(Difference("qualifier", x.text, None))
         for y in only_b[len(only_a) :]:
@@ -454,6 +560,38 @@ def _settle_repeats(side: _Side, other: _Side) -> None:
     other_left = [k for k in range(len(other.reading.items)) if k not in other.matched and k not in other.repeats]
     if not other_left:
         side.matched |= side.repeats
+
+
+_TARGET_MARKERS = ("to", "into", "->")
+
+
+def _around_target(reading: Reading) -> tuple[set[str], set[str]] | None:
+    """The content keys before and after the first "X to Y" marker of a text (None without one)."""
+    tokens = reading.tokens
+    for k, t in enumerate(tokens):
+        if t in _TARGET_MARKERS and k > 0 and (t == "->" or tokens[k - 1] not in FUNCTION_WORDS):
+            keys = [x if x.startswith("<") else stem(x) for x in tokens if x.startswith("<") or x not in FUNCTION_WORDS]
+            split = sum(1 for x in tokens[:k] if x.startswith("<") or x not in FUNCTION_WORDS)
+            return set(keys[:split]), set(keys[split:])
+    return None
+
+
+def _swapped_around_target(ra: Reading, rb: Reading) -> list[Difference]:
+    """Two items that trade places across "to" ("Convert the MP3 files to WAV" / "Convert the WAV files to
+    MP3"): an order change, even when the marker is too far from the first item to give it a role."""
+    sides_a, sides_b = _around_target(ra), _around_target(rb)
+    if sides_a is None or sides_b is None:
+        return []
+    moved_back = sorted((sides_a[0] & sides_b[1]) - sides_a[1] - sides_b[0])
+    moved_forward = sorted((sides_a[1] & sides_b[0]) - sides_a[0] - sides_b[1])
+    if not moved_back or not moved_forward or ra.roles.keys() & rb.roles.keys() & {*moved_back, *moved_forward}:
+        return []
+
+    def shown(key: str) -> str:
+        return key[1:-1].split(":", 1)[1] if key.startswith("<") else key
+
+    return [Difference("order", f"{shown(moved_back[0])} before {shown(moved_forward[0])}",
+                       f"{shown(moved_forward[0])} before {shown(moved_back[0])}")]
 
 
 def _spelled_out(tokens: Sequence[str], other_tokens: Sequence[str]) -> set[int]:

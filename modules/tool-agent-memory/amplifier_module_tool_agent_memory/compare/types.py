@@ -24,8 +24,11 @@ DIFFERENCE_KINDS = (
     "order",
     "qualifier",
     "content",
+    "term",
 )
-"""Every value ``Difference.kind`` takes."""
+"""Every value ``Difference.kind`` takes. ``content`` is a substituted or added word the comparison cannot
+judge; ``term`` a substituted word that WordNet says names another thing (unrelated, or a broader or
+narrower noun)."""
 
 
 class Verdict(StrEnum):

@@ -75,9 +75,10 @@ def to_confirm(comparison: Comparison, cosine: float, threshold: float) -> bool:
     """Whether a stored plan is a ``candidate`` the agent confirms: it looks alike (cosine >= ``threshold``)
     and the comparison either cannot decide or names only substituted words.
 
-    A substituted word ("Switch" / "Replace", "contact" / "newsletter") may be a synonym or another
-    thing; neither the stemmer nor the word model can tell, the agent can. Values, names,
-    identifiers, role order, polarity and added qualifiers are never left to confirm: those are misses.
+    A substituted word WordNet cannot settle (a request verb "Add" / "Show", a word it does not know)
+    may be a synonym or another thing: the agent tells. A noun WordNet says names another thing
+    (``term``: "invoices" / "receipts"), values, names, identifiers, role order, polarity and added
+    qualifiers are never left to confirm: those are misses.
     """
     if comparison.same or cosine < threshold:
         return False
