@@ -331,6 +331,10 @@ class BaseCollection(ABC):
     @abstractmethod
     def _engine_upsert(self, points: list[NamedPoint]) -> None: ...
 
+    def _engine_replace(self, points: list[NamedPoint], replaced: list[str]) -> None:
+        """Write points of which ``replaced`` exist already (engines that must free the old copies say so)."""
+        self._engine_upsert(points)
+
     @abstractmethod
     def _engine_overwrite_payload(self, point_id: str, payload: dict[str, Any]) -> None: ...
 
@@ -380,6 +384,10 @@ class BaseCollection(ABC):
         """Free bytes an index build needs beyond the gate's margin (0: not ours to measure)."""
         return 0
 
+    def _engine_freed_text(self) -> None:  # noqa: B027 - a hook with nothing to do by default
+        """Called when a write freed a payload (a delete, a point written again): the embedded store schedules
+        the purge of the engine's freed pages."""
+
     def _engine_failure(self, exc: BaseException) -> BaseException:
         """The error to answer for an engine failure (the embedded store names damaged files)."""
         return exc
@@ -419,10 +427,11 @@ class BaseCollection(ABC):
             # A point written again (a plan overwritten, an item replaced): its older records go when the lock is left.
             journal = self.journal
             replaced = [pid for pid, _, _ in batch if journal is not None and journal.has(pid)]
-            self._write(changes, lambda: self._engine_upsert(batch))
+            self._write(changes, lambda: self._engine_replace(batch, replaced))
             if replaced:
                 self._superseded.update(replaced)
                 self._purge_now = True
+                self._engine_freed_text()
 
     def _rewrite_payload(self, point_id: str, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
         with self.lock:
@@ -472,6 +481,7 @@ class BaseCollection(ABC):
             self._write([Change("delete", tuple(ids))], lambda: self._engine_delete(ids))
             if self.journal is not None:
                 self._pending_purge.extend(ids)
+            self._engine_freed_text()
 
     def _purge_pending(self, compact_all: bool = False) -> None:
         """Purge the journal records of deleted points, with the superseded records of points changed since."""

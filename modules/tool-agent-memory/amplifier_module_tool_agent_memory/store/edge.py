@@ -52,6 +52,7 @@ from .contract import (
 from .files import check_shard, open_no_follow, refuse_links, remove_interrupted_builds, sparse_copy_tree
 from .journal import CHECKPOINT_EVERY, Change, Entry, Journal
 from .memtrim import release_heap, release_mapped_pages
+from .purge import DebouncedJob
 from .space import DiskGate, allocated_bytes, is_read_only, open_need
 
 # The contract's names are re-exported: callers that know only the embedded store import them from here.
@@ -144,8 +145,17 @@ def _edge_config(spec: CollectionSpec, dim: int) -> qdrant_edge.EdgeConfig:
         )
         for name in spec.vectors
     }
+    # Edge's vacuum rewrites a segment without its deleted points as soon as it holds one (see
+    # EdgeCollection.purge_engine): a forgotten payload's freed pages keep its text until then.
+    optimizers = qe.EdgeOptimizersConfig(deleted_threshold=VACUUM_DELETED_SHARE, vacuum_min_vector_number=1)
     # No Edge WAL: the journal is the log (and keeps no copy of a forgotten point's text).
-    return qe.EdgeConfig(vectors=vectors, payload_memory=_tier(layout.payload), wal_enabled=False)
+    return qe.EdgeConfig(
+        vectors=vectors, payload_memory=_tier(layout.payload), wal_enabled=False, optimizers=optimizers
+    )
+
+
+# Any deleted point makes its segment due for a vacuum (Qdrant's default waits for 20%).
+VACUUM_DELETED_SHARE = 1e-9
 
 
 def _stored(point: Any) -> StoredPoint:
@@ -183,6 +193,7 @@ class EdgeCollection(BaseCollection):
         self.journal = journal
         self.repair_hint = repair_hint
         self._since_checkpoint = 0
+        self._engine_purge = DebouncedJob(name, self.purge_engine)
 
     def _engine_failure(self, exc: BaseException) -> BaseException:
         if isinstance(exc, AgentMemoryError | KeyboardInterrupt | SystemExit):
@@ -199,6 +210,15 @@ class EdgeCollection(BaseCollection):
         self.shard.update(
             qe.UpdateOperation.upsert_points([qe.Point(pid, dict(vecs), payload) for pid, vecs, payload in points])
         )
+
+    def _engine_replace(self, points: list[NamedPoint], replaced: list[str]) -> None:
+        import qdrant_edge as qe
+
+        if replaced:
+            # Rewritten in place, a point's old payload pages are freed but not counted as deleted, so no
+            # vacuum would ever rewrite them: deleting it first makes its segment due for one.
+            self.shard.update(qe.UpdateOperation.delete_points(list[Any](replaced)))
+        self._engine_upsert(points)
 
     def _engine_overwrite_payload(self, point_id: str, payload: dict[str, Any]) -> None:
         import qdrant_edge as qe
@@ -261,13 +281,41 @@ class EdgeCollection(BaseCollection):
             self.shard.flush()
             if self.journal is not None and not self.journal.read_only:
                 self.journal.checkpoint()
+                # A purge rewrote segments since the index was written: write it again (else the next open reads all).
+                self.journal.write_index()
             self._since_checkpoint = 0
 
+    @property
+    def engine_purges(self) -> int:
+        """How many background purges of the engine's freed pages have run (tests and ``inspect``)."""
+        return self._engine_purge.runs
+
+    def _engine_freed_text(self) -> None:
+        if self.journal is not None and not self.journal.read_only:
+            self._engine_purge.request()
+
+    def purge_engine(self) -> None:
+        """Rewrite the segments that hold deleted points (Edge's vacuum), so no freed page keeps a forgotten text.
+
+        Run by a background thread a moment after the last forget (see :mod:`.purge`), under the collection
+        lock (writes and index builds wait; searches go on), and by :meth:`close` when one is still due.
+        """
+        with self.lock:
+            started = time.perf_counter()
+            self._read(self.shard.optimize)
+            self.persist()
+            logger.info(
+                "engine purged",
+                extra={"collection": self.name, "ms": round((time.perf_counter() - started) * 1000, 1)},
+            )
+
     def close(self) -> None:
-        """Flush and close the shard and its journal."""
+        """Purge what a forget left in the engine, then flush and close the shard and its journal."""
+        self._engine_purge.stop()
         with self.lock:
             try:
                 if not (self.journal is not None and self.journal.read_only):
+                    self._engine_purge.flush()
                     self.persist()
             finally:
                 try:
