@@ -158,6 +158,16 @@ def _edge_config(spec: CollectionSpec, dim: int) -> qdrant_edge.EdgeConfig:
 VACUUM_DELETED_SHARE = 1e-9
 
 
+def _vacuums(path: Path) -> bool:
+    """Whether the shard was created with the vacuum setting (older shards get it from ``agent-memory repair``)."""
+    try:
+        optimizers = json.loads((path / "edge_config.json").read_text()).get("optimizers") or {}
+        threshold = optimizers.get("deleted_threshold")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return isinstance(threshold, int | float) and threshold <= VACUUM_DELETED_SHARE
+
+
 def _stored(point: Any) -> StoredPoint:
     return StoredPoint(
         id=point.id,
@@ -194,6 +204,8 @@ class EdgeCollection(BaseCollection):
         self.repair_hint = repair_hint
         self._since_checkpoint = 0
         self._engine_purge = DebouncedJob(name, self.purge_engine)
+        # A shard created before the vacuum setting would only build indexes early: it is purged by repair.
+        self.vacuums = path is not None and _vacuums(path)
 
     def _engine_failure(self, exc: BaseException) -> BaseException:
         if isinstance(exc, AgentMemoryError | KeyboardInterrupt | SystemExit):
@@ -291,7 +303,7 @@ class EdgeCollection(BaseCollection):
         return self._engine_purge.runs
 
     def _engine_freed_text(self) -> None:
-        if self.journal is not None and not self.journal.read_only:
+        if self.vacuums and self.journal is not None and not self.journal.read_only:
             self._engine_purge.request()
 
     def purge_engine(self) -> None:
