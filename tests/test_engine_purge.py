@@ -81,16 +81,19 @@ def test_an_overwritten_plan_leaves_no_copy_of_its_old_actions_in_any_store_file
     assert b"/etc/new.conf" in on_disk
 
 
-def test_a_burst_of_forgets_is_purged_once(make_runtime: Callable[..., AgentMemory]) -> None:
-    rt = make_runtime()
-    ids = [rt.memory().store(MemoryStoreInput(content=fact)).id for fact in DISTINCT_FACTS[:8]]
-    coll = _collection(rt, MEMORIES)
-    runs = coll.engine_purges
-    for pid in ids[:4]:
-        rt.memory().forget(pid)
-    _wait_for_purge(coll, runs)
-    time.sleep(1.5)  # past the quiet time again: nothing more was due
-    assert coll.engine_purges == runs + 1
+def test_a_burst_of_requests_runs_the_job_once() -> None:
+    ran: list[float] = []
+    job = DebouncedJob("t", lambda: ran.append(time.monotonic()), quiet_s=0.3, max_wait_s=5.0)
+    try:
+        for _ in range(4):
+            job.request()
+        deadline = time.monotonic() + _PATIENCE_S
+        while not ran and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.6)  # past the quiet time again: nothing more was due
+    finally:
+        job.stop()
+    assert len(ran) == 1
 
 
 def test_closing_runs_a_purge_still_due(make_runtime: Callable[..., AgentMemory], root: Path) -> None:
