@@ -30,6 +30,7 @@ import logging
 import mmap
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
@@ -118,6 +119,7 @@ class WordNet:
         self.synsets = lru_cache(maxsize=cache_size)(self._synsets)
         self.pointers = lru_cache(maxsize=cache_size)(self._pointers)
         self.main_pos = lru_cache(maxsize=cache_size)(self._main_pos)
+        self.profile = lru_cache(maxsize=cache_size)(self._profile)
         self.relation = lru_cache(maxsize=cache_size)(self._relation)
 
     def _map(self, name: str) -> mmap.mmap:
@@ -137,7 +139,8 @@ class WordNet:
             for buf in self._maps.values():
                 buf.close()
             self._maps.clear()
-        for cached in (self._index, self.lemmas, self.main_pos, self.synsets, self.pointers, self.relation):
+        for cached in (self._index, self.lemmas, self.main_pos, self.profile, self.synsets, self.pointers,
+                       self.relation):
             cached.cache_clear()
 
     # ---------------------------------------------------------------- words
@@ -227,27 +230,33 @@ class WordNet:
     def _relation(self, a: str, b: str) -> Relation:
         """How ``a`` relates to ``b`` (lower-case words; symmetric)."""
         a, b = a.lower(), b.lower()
-        sa, sb = self.synsets(a), self.synsets(b)
-        if not sa or not sb:
+        pa, pb = self.profile(a), self.profile(b)
+        if not pa.synsets or not pb.synsets:
             return Relation.UNKNOWN
         if a == b:
             return Relation.SYNONYM
-        if self._antonyms(sa) & sb or self._antonyms(sb) & sa:
+        if pa.opposite & pb.synsets or pb.opposite & pa.synsets:
             return Relation.ANTONYM
-        if sa & sb:
+        if pa.synsets & pb.synsets:
             return Relation.SYNONYM
-        if self._linked(sa, sb, "v"):
+        if pa.verb_links & pb.synsets or pb.verb_links & pa.synsets:
             return Relation.ACTION
-        if self._linked(sa, sb, "n"):
+        if pa.noun_links & pb.synsets or pb.noun_links & pa.synsets:
             return Relation.KIND
         return Relation.UNRELATED
 
-    def _linked(self, sa: frozenset[Synset], sb: frozenset[Synset], pos: str) -> bool:
-        """A ``pos`` synset of one word is the direct hypernym or hyponym of a ``pos`` synset of the other."""
-        of_a = {s for s in sa if s[0] == pos}
-        of_b = {s for s in sb if s[0] == pos}
+    def _profile(self, word: str) -> _Profile:
+        """What a word relates to, computed once per word so that relating two words is a few set intersections."""
+        synsets = self.synsets(word)
+        verbs = [s for s in synsets if s[0] == "v"]
+        nouns = [s for s in synsets if s[0] == "n"]
         linked = _HYPERNYM | _HYPONYM
-        return bool(of_a and of_b and (self._targets(of_a, linked) & of_b or self._targets(of_b, linked) & of_a))
+        return _Profile(
+            synsets=synsets,
+            opposite=frozenset(self._antonyms(synsets)),
+            verb_links=frozenset(t for t in self._targets(verbs, linked) if t[0] == "v"),
+            noun_links=frozenset(t for t in self._targets(nouns, linked) if t[0] == "n"),
+        )
 
     def _antonyms(self, synsets: frozenset[Synset]) -> set[Synset]:
         """Synsets opposite to any of ``synsets``: direct antonyms, widened through adjective similar-to clusters
@@ -256,6 +265,17 @@ class WordNet:
         near = set(synsets) | self._targets((s for s in synsets if s[0] == "a"), similar)
         opposite = self._targets(near, frozenset({"!"}))
         return opposite | self._targets((s for s in opposite if s[0] == "a"), similar)
+
+
+@dataclass(frozen=True)
+class _Profile:
+    synsets: frozenset[Synset]
+    opposite: frozenset[Synset]
+    """Antonym synsets (see ``WordNet._antonyms``)."""
+    verb_links: frozenset[Synset]
+    """Direct hypernyms and troponyms of the word's verb senses."""
+    noun_links: frozenset[Synset]
+    """Direct hypernyms and hyponyms of the word's noun senses."""
 
 
 def wordnet_folder() -> Path | None:
