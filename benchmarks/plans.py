@@ -198,8 +198,8 @@ def leave_one_domain_out(lookups: list[Lookup], threshold: float) -> None:
     from amplifier_module_tool_agent_memory.compare import CompareSettings
 
     grid = [
-        CompareSettings(synonym=syn, aligned=al, same_cosine=rc, rewording_cosine=rc, subset_cosine=sc)
-        for syn, al, rc, sc in itertools.product((0.5, 0.6, 0.7), (0.5, 0.6, 0.7), (0.7, 0.8), (0.6, 0.7, None))
+        CompareSettings(action_same=act, aligned=al, same_cosine=rc, rewording_cosine=rc, subset_cosine=sc)
+        for act, al, rc, sc in itertools.product((True, False), (0.5, 0.6, 0.7), (0.7, 0.8), (0.6, 0.7, None))
     ]
     # Every lookup's answer under every setting, once; the folds only add them up.
     answers = [[judge(lk) for lk in lookups] for judge in (rejudge(s, threshold) for s in grid)]
@@ -222,7 +222,7 @@ def leave_one_domain_out(lookups: list[Lookup], threshold: float) -> None:
         best = max(ok)[2] if ok else max((t.precision, t.recall, k) for t, k in scored)[2]
         result = score(best, test)
         s = grid[best]
-        chosen = f"syn {s.synonym} al {s.aligned} cos {s.rewording_cosine} sub {s.subset_cosine}"
+        chosen = f"act {'y' if s.action_same else 'n'} al {s.aligned} cos {s.rewording_cosine} sub {s.subset_cosine}"
         rows.append([*result.row(held), chosen])
         for name in ("hits", "right", "positives", "negatives", "false_hits", "candidates", "lookups"):
             setattr(total, name, getattr(total, name) + getattr(result, name))

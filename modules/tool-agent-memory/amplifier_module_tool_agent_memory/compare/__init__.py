@@ -11,7 +11,7 @@ Used by long-term memory dedup, working-memory cache dedup and plan lookup alike
 
 from .comparator import Comparator, CompareSettings
 from .types import DIFFERENCE_KINDS, Comparison, Difference, Verdict
-from .words import ModelWordVectors, StaticWordVectors, WordSimilarity, default_word_similarity
+from .wordnet import Relation, WordNet, default_wordnet
 
 __all__ = [
     "DIFFERENCE_KINDS",
@@ -19,9 +19,8 @@ __all__ = [
     "CompareSettings",
     "Comparison",
     "Difference",
-    "ModelWordVectors",
-    "StaticWordVectors",
+    "Relation",
     "Verdict",
-    "WordSimilarity",
-    "default_word_similarity",
+    "WordNet",
+    "default_wordnet",
 ]

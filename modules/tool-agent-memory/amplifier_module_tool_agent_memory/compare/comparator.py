@@ -9,19 +9,24 @@ How it decides, in order:
 2. **Polarity**: a negator ("not", "n't", or a privative verb such as "remove" in the request
    verb's place) applies to the item after it; a word negated in one text and affirmed in the
    other, with a different count of negations, is a polarity change; so is a word that is
-   another word of the other text with a negating prefix (enable / disable).
+   another word of the other text with a negating prefix (enable / disable), a WordNet
+   antonym of it (increase / decrease, shut / open), or a function word WordNet calls the
+   opposite of one the other text has instead (turn *on* / turn *off*).
 3. **Roles**: a value or word that one text puts on the old side of a change (``from X to``,
-   ``X ->``, ``instead of X``) and the other on the new side (swapped order).
+   ``X ->``, ``instead of X``) and the other on the new side, or two items that trade places
+   across "to" ("Convert the MP3 files to WAV" / "... WAV files to MP3"): swapped order.
 4. **Words**: every content word of each text must be accounted for by the other text:
    the same Snowball stem, an abbreviation or acronym, a compound, a one-letter slip, or,
-   one to one among the words left over, a word-embedding similarity of at least
-   ``settings.synonym`` (a synonym). A word accounted for by none is a *content* difference
-   (a *name* when capitalised, an *identifier* for code names); words on both sides are
-   substitutions, on one side only a *qualifier*.
+   one to one among the words left over, WordNet 3.0 (:mod:`.wordnet`): a shared synset, or
+   a verb that is the direct hypernym or troponym of the other (``settings.action_same``).
+   A word accounted for by none is a difference: a *name* when capitalised, an *identifier*
+   for code names, a *term* when WordNet says the substituted nouns name other things
+   (unrelated, or a broader or narrower kind), else *content* (a substitution it cannot
+   settle: a request verb, an unknown word); on one side only, a *qualifier*.
 
 Any difference of kinds 1-3 is a decided CHANGED. Word differences are decided when the
 two texts are aligned (most words shared, or the difference confined to a couple of words
-amid shared ones); when they are not (a loose rewording), the pair is SAME from the
+amid shared words and values); when they are not (a loose rewording), the pair is SAME from the
 whole-text cosine ``settings.rewording_cosine`` and undecided below it. Without any
 difference the texts are SAME (with synonyms, from ``settings.same_cosine``). Texts that
 are not aligned and whose cosine is under ``settings.different_cosine`` are DIFFERENT.
@@ -41,7 +46,6 @@ from .extract import Item, Reading, Slot, read, stem
 from .lexicon import FUNCTION_WORDS
 from .types import Comparison, Difference, Verdict
 from .wordnet import Relation, WordNet, default_wordnet
-from .words import WordSimilarity, default_word_similarity
 
 __all__ = ["Comparator", "CompareSettings"]
 
@@ -53,8 +57,6 @@ _NEGATING_PREFIXES = ("un", "dis", "in", "im", "il", "ir", "non", "de", "anti")
 class CompareSettings:
     """The comparison's parameters (the benchmark tunes them leave-one-domain-out)."""
 
-    synonym: float = 0.6
-    """Word-embedding cosine at which two different words WordNet does not know count as the same word."""
     action_same: bool = True
     """A verb that is the direct hypernym or troponym of the other text's verb (send / forward) does the same
     action; False leaves such a substitution for the agent to judge."""
@@ -85,9 +87,6 @@ class _Side:
     """Indexes of items accounted for by the other text."""
     soft: set[int] = field(default_factory=set)
     """Of those, the ones matched only by word similarity."""
-    loose: set[int] = field(default_factory=set)
-    """Of the soft ones, those paired by word-embedding similarity alone (no WordNet synonym): they align a loose
-    rewording, but a localised substitution is judged by WordNet (see ``Comparator._match_soft``)."""
     repeats: set[int] = field(default_factory=set)
     """Items that repeat a word more often than the other text says it (held back, see ``_settle_repeats``)."""
 
@@ -138,13 +137,11 @@ class Comparator:
     def __init__(
         self,
         embedder: Embedder,
-        words: WordSimilarity | None = None,
         settings: CompareSettings | None = None,
         lexicon: WordNet | Literal[False] | None = None,
     ) -> None:
         """``lexicon``: the WordNet reader (None: the installed one; False: none, substitutions stay undecided)."""
         self.embedder = embedder
-        self.words = words if words is not None else default_word_similarity(embedder)
         self.settings = settings or CompareSettings()
         self.lexicon: WordNet | None = default_wordnet() if lexicon is None else lexicon or None
 
@@ -185,14 +182,9 @@ class Comparator:
         diffs += self._role_differences(ra, rb)
         diffs += _swapped_around_target(ra, rb)
         s = self.settings
-        # Aligned: most words shared, or the difference is confined to a few words amid shared ones. Words paired
-        # only by word-embedding similarity do not count for it; in aligned texts they are substitutions to judge.
+        # Aligned: most words shared, or the difference is confined to a few words amid shared words and values.
         anchors = len({sl.key for sl in ra.slots} & {sl.key for sl in rb.slots})
-        aligned = self._aligned(len(ra.items), len(rb.items), side_a.matched - side_a.loose,
-                                side_b.matched - side_b.loose, anchors)
-        if aligned:
-            side_a.matched -= side_a.loose
-            side_b.matched -= side_b.loose
+        aligned = self._aligned(len(ra.items), len(rb.items), side_a.matched, side_b.matched, anchors)
         word_diffs = self._word_differences(side_a, side_b)
         share = self._share(side_a, side_b)
         if not aligned and cosine < s.different_cosine:
@@ -306,7 +298,7 @@ class Comparator:
         short, long_ = sorted((a, b), key=len)
         if _abbreviation(short, long_):
             return True
-        return self.words.similarity(a, b) >= self.settings.synonym
+        return self.lexicon is not None and self.lexicon.relation(a, b) is Relation.SYNONYM
 
     def _match_words(self, side: _Side, other: Reading) -> None:
         """Mark which of ``side``'s items ``other`` accounts for (lexically, then by similarity)."""
@@ -366,40 +358,19 @@ class Comparator:
         return any(item.pos - 1 in at and item.kind == "word" for item in reading.items)
 
     def _match_soft(self, side_a: _Side, side_b: _Side) -> list[Difference]:
-        """Pair the words neither text accounts for lexically, one to one: WordNet synonyms (and verbs naming the
-        same action more or less specifically) are the same word, WordNet antonyms a polarity change (returned);
-        other words a word-embedding similarity of ``settings.synonym`` pairs loosely (see ``_Side.loose``)."""
+        """Pair the words neither text accounts for lexically, one to one, by WordNet: synonyms (and verbs naming
+        the same action more or less specifically) are the same word; antonyms a polarity change (returned)."""
         left_a = [k for k in range(len(side_a.reading.items)) if k not in side_a.matched]
         left_b = [k for k in range(len(side_b.reading.items)) if k not in side_b.matched]
-        if not left_a or not left_b:
-            return []
-        pairs: list[tuple[int, float, int, int]] = []
+        same: list[tuple[int, int]] = []
         opposite: list[tuple[int, int]] = []
-        unknown: list[tuple[int, int]] = []
-        # Words WordNet does not relate are still paired by similarity, as loose: they may align a loose
-        # rewording ("entry" / "section"), never make a localised substitution the same word.
         for ka in left_a:
             for kb in left_b:
                 relation = self._relation(side_a.reading.items[ka], side_b.reading.items[kb])
                 if relation is Relation.ANTONYM:
                     opposite.append((ka, kb))
                 elif relation is Relation.SYNONYM or (relation is Relation.ACTION and self.settings.action_same):
-                    pairs.append((2, 1.0, ka, kb))
-                else:
-                    unknown.append((ka, kb))
-        if unknown:
-            self.words.prefetch(
-                [w for ka, _ in unknown for w in _raw_parts(side_a.reading.items[ka])]
-                + [w for _, kb in unknown for w in _raw_parts(side_b.reading.items[kb])]
-            )
-        for ka, kb in unknown:
-            wa = _raw_parts(side_a.reading.items[ka])
-            wb = _raw_parts(side_b.reading.items[kb])
-            if not wa or not wb:
-                continue
-            sim = min(max(self.words.similarity(x, y) for y in wb) for x in wa)
-            if sim >= self.settings.synonym:
-                pairs.append((0, sim, ka, kb))
+                    same.append((ka, kb))
         used_a: set[int] = set()
         used_b: set[int] = set()
         out: list[Difference] = []
@@ -411,7 +382,7 @@ class Comparator:
             side_a.matched.add(ka)
             side_b.matched.add(kb)
             out.append(Difference("polarity", side_a.reading.items[ka].text, side_b.reading.items[kb].text))
-        for rank, _, ka, kb in sorted(pairs, reverse=True):
+        for ka, kb in same:
             if ka in used_a or kb in used_b:
                 continue
             used_a.add(ka)
@@ -420,9 +391,6 @@ class Comparator:
             side_a.soft.add(ka)
             side_b.matched.add(kb)
             side_b.soft.add(kb)
-            if rank == 0:
-                side_a.loose.add(ka)
-                side_b.loose.add(kb)
         return out
 
     def _particle_polarity(self, ra: Reading, rb: Reading) -> list[Difference]:
@@ -605,12 +573,6 @@ def _spelled_out(tokens: Sequence[str], other_tokens: Sequence[str]) -> set[int]
             if all(not t.startswith("<") for t in span) and "".join(t[0] for t in span) == acr:
                 out.update(range(i, i + n))
     return out
-
-
-def _raw_parts(item: Item) -> list[str]:
-    if item.kind != "identifier":
-        return [_surface(item)]
-    return [p.lower() for p in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+", item.text) if len(p) > 1]
 
 
 def _negates(x: str, y: str) -> bool:
