@@ -143,7 +143,16 @@ class Comparator:
         """``lexicon``: the WordNet reader (None: the installed one; False: none, substitutions stay undecided)."""
         self.embedder = embedder
         self.settings = settings or CompareSettings()
-        self.lexicon: WordNet | None = default_wordnet() if lexicon is None else lexicon or None
+        self._lexicon = lexicon
+        self._lexicon_ready = lexicon is not None
+
+    @property
+    def lexicon(self) -> WordNet | None:
+        """The WordNet reader, found on the first comparison (never at mount); None without one."""
+        if not self._lexicon_ready:
+            self._lexicon = default_wordnet() or False
+            self._lexicon_ready = True
+        return self._lexicon or None
 
     # ------------------------------------------------------------------ public
 
