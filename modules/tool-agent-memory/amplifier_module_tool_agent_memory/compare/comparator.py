@@ -316,7 +316,12 @@ class Comparator:
         other_stems |= {stem(t) for t in other.tokens if not t.startswith("<") and t not in FUNCTION_WORDS}
         other_surfaces = [_surface(it) for it in other.items]
         tokens = [t for t in other.tokens if not t.startswith("<")]
-        content_tokens = [t for t in tokens if t not in FUNCTION_WORDS]
+        # The other text's compounds and acronyms, once per text (not once per word: a pair of long texts was
+        # quadratic in string joins).
+        compounds, acronyms = _joined(tokens)
+        content_compounds, content_acronyms = _joined([t for t in tokens if t not in FUNCTION_WORDS])
+        compounds |= content_compounds
+        acronyms |= content_acronyms
         own_stems = {it.stem for it in side.reading.items}
         spelled = _spelled_out(side.reading.tokens, other.tokens)
         units = {s.unit for s in other.slots if s.unit}
@@ -331,7 +336,7 @@ class Comparator:
                 continue
             if item.pos in spelled or any(
                 item.stem == u or _abbreviation(u, _surface(item)) or _abbreviation(u, item.stem) for u in units
-            ) or self._lexical(item, other_stems, other_surfaces, tokens, content_tokens, own_stems):
+            ) or self._lexical(item, other_stems, other_surfaces, compounds, acronyms, own_stems):
                 side.matched.add(k)
 
     def _relation(self, x: Item, y: Item) -> Relation:
@@ -422,8 +427,8 @@ class Comparator:
         item: Item,
         other_stems: set[str],
         other_surfaces: list[str],
-        tokens: list[str],
-        content_tokens: list[str],
+        compounds: set[str],
+        acronyms: set[str],
         own_stems: set[str],
     ) -> bool:
         if item.stem in other_stems:
@@ -448,18 +453,7 @@ class Comparator:
             if _abbreviation(item.stem, o) or _abbreviation(surface, o) or _abbreviation(o, item.stem):
                 return True
         # Compounds: "dataloader" = "data" + "loader"; acronyms: "lr" = "learning rate".
-        for seq in (tokens, content_tokens):
-            for i in range(len(seq) - 1):
-                if seq[i] + seq[i + 1] == surface or (
-                    i + 2 < len(seq) and seq[i] + seq[i + 1] + seq[i + 2] == surface
-                ):
-                    return True
-            n = len(surface)
-            if 2 <= n <= 5 and surface.isalpha():
-                for i in range(len(seq) - n + 1):
-                    if "".join(t[0] for t in seq[i : i + n]) == surface:
-                        return True
-        return False
+        return surface in compounds or (2 <= len(surface) <= 5 and surface.isalpha() and surface in acronyms)
 
     # ------------------------------------------------------------------ polarity and roles
 
@@ -571,23 +565,43 @@ def _swapped_around_target(ra: Reading, rb: Reading) -> list[Difference]:
                        f"{shown(moved_forward[0])} before {shown(moved_back[0])}")]
 
 
+def _joined(seq: Sequence[str]) -> tuple[set[str], set[str]]:
+    """The words two or three neighbouring tokens of ``seq`` make (compounds) and the initials of every 2-5
+    neighbouring tokens (acronyms)."""
+    compounds: set[str] = set()
+    for i in range(len(seq) - 1):
+        compounds.add(seq[i] + seq[i + 1])
+        if i + 2 < len(seq):
+            compounds.add(seq[i] + seq[i + 1] + seq[i + 2])
+    initials = [t[:1] for t in seq]
+    acronyms = {"".join(initials[i : i + n]) for n in range(2, 6) for i in range(len(seq) - n + 1)}
+    return compounds, acronyms
+
+
 def _spelled_out(tokens: Sequence[str], other_tokens: Sequence[str]) -> set[int]:
     """Positions of ``tokens`` whose initials spell an acronym of the other text ("learning rate" / "lr")."""
     out: set[int] = set()
     acronyms = {t for t in other_tokens if 2 <= len(t) <= 5 and t.isalpha() and t not in FUNCTION_WORDS}
-    for acr in acronyms:
-        n = len(acr)
+    if not acronyms:
+        return out
+    # Spans of 2-5 tokens without a value, by their initials: one pass over the text, then a lookup per acronym.
+    spans: dict[str, list[int]] = {}
+    for n in {len(acr) for acr in acronyms}:
         for i in range(len(tokens) - n + 1):
             span = tokens[i : i + n]
-            if all(not t.startswith("<") for t in span) and "".join(t[0] for t in span) == acr:
-                out.update(range(i, i + n))
+            if all(not t.startswith("<") for t in span):
+                spans.setdefault("".join(t[0] for t in span), []).append(i)
+    for acr in acronyms:
+        for i in spans.get(acr, ()):
+            out.update(range(i, i + len(acr)))
     return out
 
 
+@lru_cache(maxsize=65536)
 def _negates(x: str, y: str) -> bool:
     """``y`` is ``x`` with a negating prefix (enable / disable, lock / unlock)."""
-    return any(y == p + x or (y.startswith(p) and stem(y[len(p) :]) == stem(x)) for p in _NEGATING_PREFIXES) and (
-        len(x) >= 3
+    return len(x) >= 3 and any(
+        y.startswith(p) and (y == p + x or stem(y[len(p) :]) == stem(x)) for p in _NEGATING_PREFIXES
     )
 
 
