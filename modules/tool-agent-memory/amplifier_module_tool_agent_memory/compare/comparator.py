@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
@@ -322,7 +322,9 @@ class Comparator:
         content_compounds, content_acronyms = _joined([t for t in tokens if t not in FUNCTION_WORDS])
         compounds |= content_compounds
         acronyms |= content_acronyms
-        own_stems = {it.stem for it in side.reading.items}
+        # A slip or an abbreviation keeps the first letter: only the other text's words with the same one are tried.
+        surfaces_by_initial = _by_initial(other_surfaces)
+        novel_by_initial = _by_initial(other_stems - {it.stem for it in side.reading.items})
         spelled = _spelled_out(side.reading.tokens, other.tokens)
         units = {s.unit for s in other.slots if s.unit}
         # A word repeated more often than the other text says it is not accounted for by it
@@ -336,7 +338,9 @@ class Comparator:
                 continue
             if item.pos in spelled or any(
                 item.stem == u or _abbreviation(u, _surface(item)) or _abbreviation(u, item.stem) for u in units
-            ) or self._lexical(item, other_stems, other_surfaces, compounds, acronyms, own_stems):
+            ) or self._lexical(
+                item, other_stems, other_surfaces, compounds, acronyms, surfaces_by_initial, novel_by_initial
+            ):
                 side.matched.add(k)
 
     def _relation(self, x: Item, y: Item) -> Relation:
@@ -374,13 +378,20 @@ class Comparator:
     def _match_soft(self, side_a: _Side, side_b: _Side) -> list[Difference]:
         """Pair the words neither text accounts for lexically, one to one, by WordNet: synonyms (and verbs naming
         the same action more or less specifically) are the same word; antonyms a polarity change (returned)."""
-        left_a = [k for k in range(len(side_a.reading.items)) if k not in side_a.matched]
-        left_b = [k for k in range(len(side_b.reading.items)) if k not in side_b.matched]
+        # Only words have WordNet relations (``_relation`` is UNKNOWN for anything else): the others are left out
+        # of the all-pairs loop, and each word's surface is taken once.
+        if self.lexicon is None:
+            return []
+        relation_of = self.lexicon.relation
+        left_a = [(k, _surface(it)) for k, it in enumerate(side_a.reading.items)
+                  if k not in side_a.matched and it.kind == "word"]
+        left_b = [(k, _surface(it)) for k, it in enumerate(side_b.reading.items)
+                  if k not in side_b.matched and it.kind == "word"]
         same: list[tuple[int, int]] = []
         opposite: list[tuple[int, int]] = []
-        for ka in left_a:
-            for kb in left_b:
-                relation = self._relation(side_a.reading.items[ka], side_b.reading.items[kb])
+        for ka, xa in left_a:
+            for kb, xb in left_b:
+                relation = relation_of(xa, xb)
                 if relation is Relation.ANTONYM:
                     opposite.append((ka, kb))
                 elif relation is Relation.SYNONYM or (relation is Relation.ACTION and self.settings.action_same):
@@ -429,7 +440,8 @@ class Comparator:
         other_surfaces: list[str],
         compounds: set[str],
         acronyms: set[str],
-        own_stems: set[str],
+        surfaces_by_initial: dict[str, list[str]],
+        novel_by_initial: dict[str, list[str]],
     ) -> bool:
         if item.stem in other_stems:
             return True
@@ -445,11 +457,12 @@ class Comparator:
             # A code name is accounted for by itself, by all its parts, or by a short form that keeps most of
             # it ("Postgres" / "PostgreSQL"), never by a mere prefix ("fetch" / "fetchUser").
             return any(len(o) >= 4 and 3 * len(o) >= 2 * len(surface) and surface.startswith(o) for o in other_surfaces)
-        for o in other_surfaces:
+        for o in surfaces_by_initial.get(surface[:1], ()):
             if _slip(surface, o):
                 return True
         # A word both texts have ("table") already has its counterpart: it abbreviates nothing else ("tablets").
-        for o in other_stems - own_stems:
+        initials = {item.stem[:1], surface[:1]}
+        for o in (o for initial in initials for o in novel_by_initial.get(initial, ())):
             if _abbreviation(item.stem, o) or _abbreviation(surface, o) or _abbreviation(o, item.stem):
                 return True
         # Compounds: "dataloader" = "data" + "loader"; acronyms: "lr" = "learning rate".
@@ -470,13 +483,17 @@ class Comparator:
             shown = key[1:-1].split(":", 1)[1] if key.startswith("<") else surfaces.get(key, key)
             out.append(Difference("polarity", f"not {shown}" if key in ra.negated else shown,
                                   f"not {shown}" if key in rb.negated else shown))
+        # One of two words negating each other starts with a negating prefix: a word without one is only tried
+        # against the other text's words that have one.
+        surfaces_b = [(j, _surface(other), other) for j, other in enumerate(rb.items)]
+        prefixed_b = [entry for entry in surfaces_b if entry[1].startswith(_NEGATING_PREFIXES)]
         for k, item in enumerate(ra.items):
             if k in side_a.matched and k not in side_a.soft:
                 continue
-            for j, other in enumerate(rb.items):
+            x = _surface(item)
+            for j, y, other in surfaces_b if x.startswith(_NEGATING_PREFIXES) else prefixed_b:
                 if j in side_b.matched and j not in side_b.soft:
                     continue
-                x, y = _surface(item), _surface(other)
                 if _negates(x, y) or _negates(y, x):
                     out.append(Difference("polarity", item.text, other.text))
                     side_a.matched.discard(k)
@@ -565,6 +582,14 @@ def _swapped_around_target(ra: Reading, rb: Reading) -> list[Difference]:
                        f"{shown(moved_forward[0])} before {shown(moved_back[0])}")]
 
 
+def _by_initial(words: Iterable[str]) -> dict[str, list[str]]:
+    """``words`` grouped by their first letter."""
+    out: dict[str, list[str]] = {}
+    for w in words:
+        out.setdefault(w[:1], []).append(w)
+    return out
+
+
 def _joined(seq: Sequence[str]) -> tuple[set[str], set[str]]:
     """The words two or three neighbouring tokens of ``seq`` make (compounds) and the initials of every 2-5
     neighbouring tokens (acronyms)."""
@@ -584,16 +609,15 @@ def _spelled_out(tokens: Sequence[str], other_tokens: Sequence[str]) -> set[int]
     acronyms = {t for t in other_tokens if 2 <= len(t) <= 5 and t.isalpha() and t not in FUNCTION_WORDS}
     if not acronyms:
         return out
-    # Spans of 2-5 tokens without a value, by their initials: one pass over the text, then a lookup per acronym.
-    spans: dict[str, list[int]] = {}
+    # Spans of 2-5 tokens without a value whose initials are an acronym: one pass over the text per length.
+    initials = [t[:1] for t in tokens]
+    next_value = [len(tokens)] * (len(tokens) + 1)  # the first value token at or after each position
+    for i in range(len(tokens) - 1, -1, -1):
+        next_value[i] = i if tokens[i].startswith("<") else next_value[i + 1]
     for n in {len(acr) for acr in acronyms}:
         for i in range(len(tokens) - n + 1):
-            span = tokens[i : i + n]
-            if all(not t.startswith("<") for t in span):
-                spans.setdefault("".join(t[0] for t in span), []).append(i)
-    for acr in acronyms:
-        for i in spans.get(acr, ()):
-            out.update(range(i, i + len(acr)))
+            if next_value[i] >= i + n and "".join(initials[i : i + n]) in acronyms:
+                out.update(range(i, i + n))
     return out
 
 
