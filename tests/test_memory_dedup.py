@@ -8,10 +8,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from memory_helpers import ManualClock, output_of
+from memory_helpers import ManualClock, output_of, runtime_tools
 
 from amplifier_module_tool_agent_memory.config import MemorySearchConfig
 from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedder
+from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
 ORIGINAL = "We chose PostgreSQL for the billing service."
 NEAR = "For the billing service we chose PostgreSQL."  # a restatement: cosine about 0.97 with ORIGINAL
@@ -101,3 +102,42 @@ async def test_the_near_duplicate_threshold_is_configurable(mount_tools: Callabl
     near = await _store(tools, NEAR, kind="decision")
     assert near["created"] is True
     assert await _count(tools) == 2
+
+
+# A restatement the comparison decides is the same, at a cosine (about 0.83) under the 0.88 floor merges used
+# to need: it merges, since the merged memory keeps the newer wording.
+PREFERENCE = "I drink my coffee black."
+PREFERENCE_RESTATED = "Black coffee is how I drink it."
+
+
+async def test_a_decided_restatement_merges_whatever_its_cosine(tools: dict[str, Any]) -> None:
+    first = await _store(tools, PREFERENCE, kind="preference")
+    again = await _store(tools, PREFERENCE_RESTATED, kind="preference")
+    assert again["id"] == first["id"]
+    assert again["near_duplicate"] is True
+    assert again["similarity"] < 0.88
+
+
+async def test_a_merged_restatement_keeps_its_wording_on_the_memory(tools: dict[str, Any]) -> None:
+    first = await _store(tools, ORIGINAL, kind="decision")
+    await _store(tools, NEAR, kind="decision")
+    memory = output_of(await tools["memory_get"].execute({"id": first["id"]}))["memory"]
+    assert (memory["content"], memory["restated"]) == (ORIGINAL, [NEAR])
+
+
+async def test_a_wording_is_kept_once(tools: dict[str, Any]) -> None:
+    first = await _store(tools, ORIGINAL, kind="decision")
+    await _store(tools, NEAR, kind="decision")
+    await _store(tools, NEAR.upper(), kind="decision")
+    memory = output_of(await tools["memory_get"].execute({"id": first["id"]}))["memory"]
+    assert memory["restated"] == [NEAR]
+
+
+async def test_export_and_import_keep_the_restated_wordings(make_runtime: Callable[..., AgentMemory]) -> None:
+    source = make_runtime()
+    first = await _store(runtime_tools(source), ORIGINAL, kind="decision")
+    await _store(runtime_tools(source), NEAR, kind="decision")
+    target = make_runtime(identity="bob")
+    target.memory().import_records(list(source.memory().export()))
+    memory = output_of(await runtime_tools(target)["memory_get"].execute({"id": first["id"]}))["memory"]
+    assert memory["restated"] == [NEAR]

@@ -149,6 +149,8 @@ class MemoryRecord(BaseModel):
     updated_at: datetime | None = None
     supersedes: str | None = Field(None, max_length=64)
     superseded_by: str | None = Field(None, max_length=64)
+    restated: list[str] = Field(default_factory=list, max_length=5)
+    """Other wordings merged into this memory (restatements), kept and searchable."""
 
     @field_validator("id")
     @classmethod

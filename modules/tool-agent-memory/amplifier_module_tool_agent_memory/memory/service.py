@@ -73,11 +73,17 @@ COMPARE_CANDIDATES = 1
 # it is also nearly word for word the same (the near-duplicate cosine used before issue 9).
 # Merging every restatement of a note cost LoCoMo R@10 0.745 -> 0.733.
 NOTE_MERGE_COSINE = 0.95
-# A merge keeps the older text and drops the newer, so a restatement of any other kind merges
-# only from this cosine: the lowest of the restatements the comparison merged in half A of the
-# updates dev file (0.883); on LoCoMo chat fragments it called different remarks the same at
-# 0.80-0.86 (the cache uses the same floor).
-MERGE_COSINE = 0.88
+# A merge keeps the older memory and its wording as the memory's ``restated`` texts (the first
+# MAX_RESTATED), shown with it and found by BM25 through its ctx_text: a restatement the
+# comparison wrongly calls the same loses no text, so a decided restatement of a fact, decision,
+# preference or event merges at any cosine the gate lets through.
+RESTATED = "restated"
+MAX_RESTATED = 5
+
+
+def searchable_context(ctx: str, restated: Sequence[str]) -> str:
+    """What ctx_text indexes: the context window, then the wordings merged into the memory."""
+    return "\n".join([ctx, *restated])
 
 
 def normalise_content(text: str) -> str:
@@ -99,7 +105,7 @@ def public_view(point_id: str, payload: dict[str, Any], score: float | None = No
         "tags": payload.get("tags", []),
         "created_at": payload.get("created_at"),
     }
-    for key in (SUPERSEDES, SUPERSEDED_BY):
+    for key in (SUPERSEDES, SUPERSEDED_BY, RESTATED):
         if payload.get(key):
             view[key] = payload[key]
     if score is not None:
@@ -134,6 +140,16 @@ def _background() -> ThreadPoolExecutor:
         if _BACKGROUND is None:
             _BACKGROUND = ThreadPoolExecutor(max_workers=2, thread_name_prefix="agent-memory-embed")
         return _BACKGROUND
+
+
+def _restated_update(payload: dict[str, Any], content: str) -> dict[str, Any]:
+    """The payload fields that keep ``content`` as a restated wording of the memory ``payload`` (none when it
+    already has that wording, or MAX_RESTATED of them)."""
+    restated = [str(t) for t in payload.get(RESTATED, [])]
+    known = {normalise_content(t) for t in (str(payload.get("content", "")), *restated)}
+    if normalise_content(content) in known or len(restated) >= MAX_RESTATED:
+        return {}
+    return {RESTATED: [*restated, content], "ctx_text": f"{payload.get('ctx_text', '')}\n{content}"}
 
 
 def _brief(member: Member) -> dict[str, Any]:
@@ -280,6 +296,8 @@ class MemoryService:
         for member, similarity, stored_vec in self._nearest_same_kind(vec, kind):
             if similarity < self.config.near_duplicate_threshold:
                 break
+            if kind == "note" and similarity < NOTE_MERGE_COSINE and not member.payload.get(SUPERSEDED_BY):
+                continue  # a note only merges, from NOTE_MERGE_COSINE: the comparison could change nothing
             comparison = self._compare(member, content, (stored_vec, vec) if stored_vec else None)
             if not comparison.decided or comparison.verdict is Verdict.DIFFERENT:
                 continue
@@ -289,7 +307,7 @@ class MemoryService:
                 if not comparison.decided or comparison.verdict is Verdict.DIFFERENT:
                     continue
             if comparison.verdict is Verdict.SAME:
-                if comparison.similarity < (NOTE_MERGE_COSINE if kind == "note" else MERGE_COSINE):
+                if kind == "note" and comparison.similarity < NOTE_MERGE_COSINE:
                     continue
                 return Judgement(merge_into=newest, comparison=comparison)
             if kind in UPDATABLE_KINDS and is_one_change(comparison):
@@ -356,9 +374,12 @@ class MemoryService:
                 return StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
             now = iso(self.clock())
             target = judgement.merge_into
-            if target is not None and self.coll.retrieve([target.id]):
+            current = self.coll.retrieve([target.id]) if target is not None else []
+            if target is not None and current:
                 importance = max(float(target.payload.get("importance", 0.5)), inp.importance)
-                self.coll.set_payload(target.id, {"updated_at": now, "importance": importance})
+                update: dict[str, Any] = {"updated_at": now, "importance": importance}
+                update.update(_restated_update(dict(current[0].payload or {}), content))
+                self.coll.set_payload(target.id, update)
                 similarity = judgement.comparison.similarity if judgement.comparison else None
                 return StoreOutcome(
                     target.id,
@@ -551,7 +572,9 @@ class MemoryService:
                 content = str(after.get("content", ""))
                 vector = self.embedder.embed_documents([content])[0]
                 self.coll.update_vector(str(record.id), CTX, vector)
-                self.coll.set_payload(str(record.id), {"ctx_text": content})
+                self.coll.set_payload(
+                    str(record.id), {"ctx_text": searchable_context(content, after.get(RESTATED, []))}
+                )
             if self._tail is not None and self._tail[0] == seq and thread == self.thread:
                 self._tail = (seq, "")
         return deleted
@@ -613,6 +636,7 @@ class MemoryService:
                     updated_at=p.get("updated_at"),
                     supersedes=p.get(SUPERSEDES),
                     superseded_by=p.get(SUPERSEDED_BY),
+                    restated=p.get(RESTATED, []),
                 )
             if offset is None:
                 return
@@ -625,15 +649,19 @@ class MemoryService:
         for start in range(0, len(records), batch):
             chunk = records[start : start + batch]
             payloads = []
+            restated_of: list[list[str]] = []
             for offset, rec in enumerate(chunk):
                 fields, _ = redact_fields({"content": rec.content, "tags": rec.tags, "files": rec.files})
                 created = iso(rec.created_at)
                 content = str(fields["content"])
+                restated = [str(redact_fields({"content": t})[0]["content"]) for t in rec.restated]
+                restated_of.append(restated)
                 payloads.append(
                     {
                         "content": content,
                         "ctx_text": context_text(content, prev),
                         "content_hash": content_hash(content),
+                        **({RESTATED: restated} if restated else {}),
                         "kind": rec.kind,
                         "tags": list(fields["tags"]),
                         "importance": rec.importance,
@@ -653,6 +681,10 @@ class MemoryService:
                 prev = content
             texts = [str(p["content"]) for p in payloads] + [str(p["ctx_text"]) for p in payloads]
             vectors = self.embedder.embed_documents(texts)
+            # The context vector embeds the window alone; BM25 also indexes the restated wordings.
+            for p, restated in zip(payloads, restated_of, strict=True):
+                if restated:
+                    p["ctx_text"] = searchable_context(str(p["ctx_text"]), restated)
             n = len(payloads)
             self.coll.upsert(
                 [
