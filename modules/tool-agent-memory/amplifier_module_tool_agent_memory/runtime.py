@@ -19,6 +19,7 @@ from .errors import AgentMemoryError, ConfigError, IdentityError
 from .identity import ResolvedIdentity, resolve_identity
 from .store.contract import Store, utc_now
 from .store.edge import IdentityStore, acquire_store, release_store
+from .store.purge import PurgePolicy
 
 if TYPE_CHECKING:
     from .cache.service import CacheService
@@ -146,12 +147,14 @@ class AgentMemory:
                         adopt_recorded_model=self.adopt_recorded_model,
                     )
                 else:
+                    storage = self.config.storage
                     self._store = acquire_store(
                         self.config.resolved_root(),
                         identity.name,
                         embedder.model_id,
                         embedder.dim,
                         adopt_recorded_model=self.adopt_recorded_model,
+                        purge=PurgePolicy(storage.purge_prompt_max_points, storage.purge_idle_seconds),
                     )
                 logger.info(
                     "memory store opened",

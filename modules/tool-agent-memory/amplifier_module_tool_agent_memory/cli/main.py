@@ -686,17 +686,40 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
+    from ..cache.service import CACHE
+    from ..memory.service import MEMORIES
+    from ..plans.service import PLANS
+    from ..store.edge import EdgeCollection
+
     identity = resolve_cli_identity(getattr(args, "identity", None))
     config = build_config(args, identity.name)
     removed = 0
-    # No cache folder means nothing to sweep: do not create an embedded store just to find that out.
-    if config.storage.backend != "edge" or (config.resolved_root() / identity.name / "cache").is_dir():
+    purges: list[dict[str, Any]] = []
+    folder = config.resolved_root() / identity.name
+    embedded = config.storage.backend == "edge"
+    # Only collections that exist: do not create an embedded store (or a collection) just to find nothing.
+    specs = [spec for spec in (MEMORIES, CACHE, PLANS) if (folder / spec.name).is_dir()] if embedded else []
+    if not embedded or specs:
         with open_runtime(args) as rt:
-            removed = rt.cache().sweep_expired(limit=args.limit)
+            if not embedded or CACHE in specs:
+                removed = rt.cache().sweep_expired(limit=args.limit)
+            # After the sweep: its deletes are purged too. A purge above storage.purge_prompt_max_points waits
+            # for the collection to be idle; gc runs it (or any left by a session that ended without close) now.
+            for spec in specs:
+                coll = rt.store().collection(spec)
+                if isinstance(coll, EdgeCollection):
+                    purges.append(coll.purge_due())
     if args.json:
-        _print_json({"removed": removed, "identity": identity.name})
+        _print_json({"removed": removed, "identity": identity.name, "purges": purges})
     else:
         print(f"removed {removed} expired working-memory items of identity {identity.name}")
+        for purge in purges:
+            if "seconds" not in purge:
+                print(f"{purge['collection']}: not purged ({purge['reason']}; `agent-memory repair` adds it)")
+            elif purge["purged"]:
+                print(f"{purge['collection']}: purged deleted points from the engine's files in {purge['seconds']} s")
+            else:
+                print(f"{purge['collection']}: nothing to purge (checked in {purge['seconds']} s)")
     return EXIT_OK
 
 
@@ -796,7 +819,12 @@ def build_parser() -> argparse.ArgumentParser:
     add("repair", cmd_repair, "rebuild the store's engine files from its journal (after damage)")
     add("reindex", cmd_reindex, "re-embed memories and plans with the model of --config (or the store's own)")
 
-    p = add("gc", cmd_gc, "remove expired working-memory cache items (and closed blocks left empty)")
+    p = add(
+        "gc",
+        cmd_gc,
+        "remove expired working-memory cache items (and closed blocks left empty), then purge deleted points' "
+        "text from the engine's files now (a purge waiting for an idle collection, or left by a crash)",
+    )
     p.add_argument("--limit", type=_positive_int, metavar="N", help="remove at most N items (default all)")
     return parser
 

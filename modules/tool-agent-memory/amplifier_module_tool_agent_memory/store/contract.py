@@ -315,7 +315,10 @@ class BaseCollection(ABC):
         self.name = name
         # Dense vectors per point: engines count indexed *vectors*, not points.
         self.vector_count = vector_count
-        self.lock = _CollectionLock(self._purge_pending)
+        self.lock = _CollectionLock(self._leave_lock)
+        # A delete happened in the current locked call: a payload rewritten in it (the neighbour whose context
+        # quoted the forgotten text) must free its old copy as a deleted point, so the engine purge removes it.
+        self._freed_in_call = False
         self.gate: WriteGate = gate or OpenGate()
         # Deleted points whose journal records are still to be purged, and live points whose payload was
         # replaced (their older records hold text they no longer have): purged when the lock is left.
@@ -384,6 +387,10 @@ class BaseCollection(ABC):
         """Free bytes an index build needs beyond the gate's margin (0: not ours to measure)."""
         return 0
 
+    def _engine_rewrite_point(self, point_id: str, payload: dict[str, Any]) -> None:
+        """Replace a payload so that its old copy counts as deleted (engines whose purge needs that say so)."""
+        self._engine_overwrite_payload(point_id, payload)
+
     def _engine_freed_text(self) -> None:  # noqa: B027 - a hook with nothing to do by default
         """Called when a write freed a payload (a delete, a point written again): the embedded store schedules
         the purge of the engine's freed pages."""
@@ -441,10 +448,12 @@ class BaseCollection(ABC):
                 self._engine_overwrite_payload(point_id, sealed(edit({})))
                 return
             payload = sealed(edit(dict(current[0].payload or {})))
-            self._write(
-                [Change("payload", (point_id,), payload)], lambda: self._engine_overwrite_payload(point_id, payload)
-            )
+            freeing = self._freed_in_call
+            apply = self._engine_rewrite_point if freeing else self._engine_overwrite_payload
+            self._write([Change("payload", (point_id,), payload)], lambda: apply(point_id, payload))
             self._superseded.add(point_id)
+            if freeing:
+                self._engine_freed_text()
 
     def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
         """Set (merge) payload keys of one point."""
@@ -481,7 +490,12 @@ class BaseCollection(ABC):
             self._write([Change("delete", tuple(ids))], lambda: self._engine_delete(ids))
             if self.journal is not None:
                 self._pending_purge.extend(ids)
+            self._freed_in_call = True
             self._engine_freed_text()
+
+    def _leave_lock(self) -> None:
+        self._freed_in_call = False
+        self._purge_pending()
 
     def _purge_pending(self, compact_all: bool = False) -> None:
         """Purge the journal records of deleted points, with the superseded records of points changed since."""

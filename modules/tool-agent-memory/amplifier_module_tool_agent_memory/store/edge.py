@@ -52,7 +52,7 @@ from .contract import (
 from .files import check_shard, open_no_follow, refuse_links, remove_interrupted_builds, sparse_copy_tree
 from .journal import CHECKPOINT_EVERY, Change, Entry, Journal
 from .memtrim import release_heap, release_mapped_pages
-from .purge import DebouncedJob
+from .purge import DebouncedJob, PurgePolicy
 from .space import DiskGate, allocated_bytes, is_read_only, open_need
 
 # The contract's names are re-exported: callers that know only the embedded store import them from here.
@@ -196,6 +196,7 @@ class EdgeCollection(BaseCollection):
         gate: DiskGate | None = None,
         journal: Journal | None = None,
         repair_hint: str = "run `agent-memory repair`",
+        purge: PurgePolicy | None = None,
     ) -> None:
         super().__init__(name, vector_count, gate)
         self.shard = shard
@@ -203,7 +204,9 @@ class EdgeCollection(BaseCollection):
         self.journal = journal
         self.repair_hint = repair_hint
         self._since_checkpoint = 0
-        self._engine_purge = DebouncedJob(name, self.purge_engine)
+        self.purge_policy = purge or PurgePolicy()
+        policy = self.purge_policy
+        self._engine_purge = DebouncedJob(name, self.purge_engine, policy.quiet_s, policy.max_wait_s, policy.idle_s)
         # A shard created before the vacuum setting would only build indexes early: it is purged by repair.
         self.vacuums = path is not None and _vacuums(path)
 
@@ -236,6 +239,16 @@ class EdgeCollection(BaseCollection):
         import qdrant_edge as qe
 
         self.shard.update(qe.UpdateOperation.overwrite_payload([point_id], payload))
+
+    def _engine_rewrite_point(self, point_id: str, payload: dict[str, Any]) -> None:
+        # Overwritten in place, the old payload's pages are freed but never counted as deleted: a neighbour
+        # whose context quoted a forgotten text, in another segment than it, would keep that text. Written
+        # again after a delete, its old copy makes its own segment due for the vacuum.
+        found = self.shard.retrieve([point_id], with_payload=False, with_vector=True)
+        if not found:
+            self._engine_overwrite_payload(point_id, payload)
+            return
+        self._engine_replace([(point_id, _vectors_of(found[0]), payload)], [point_id])
 
     def _engine_update_vector(self, point_id: str, name: str, vector: list[float]) -> None:
         import qdrant_edge as qe
@@ -281,6 +294,8 @@ class EdgeCollection(BaseCollection):
         return 2 * allocated_bytes(self.path / "segments") if self.path is not None else 0
 
     def _after_write(self, changes: int) -> None:
+        # A purge waiting for the collection to be idle waits idle_s from this write on.
+        self._engine_purge.touch()
         self._since_checkpoint += changes
         if self._since_checkpoint >= CHECKPOINT_EVERY:
             self.persist()
@@ -302,9 +317,29 @@ class EdgeCollection(BaseCollection):
         """How many background purges of the engine's freed pages have run (tests and ``inspect``)."""
         return self._engine_purge.runs
 
+    @property
+    def engine_purge_waits_for_idle(self) -> bool:
+        """Whether a purge is due but waits for the collection to be idle (too large to purge promptly)."""
+        return self._engine_purge.waits_for_idle
+
     def _engine_freed_text(self) -> None:
         if self.vacuums and self.journal is not None and not self.journal.read_only:
-            self._engine_purge.request()
+            # The vacuum rewrites whole segments: its cost follows the points in them (see PurgePolicy).
+            points = int(self.shard.info().points_count)
+            self._engine_purge.request(idle=self.purge_policy.waits_for_idle(points))
+
+    def purge_due(self) -> dict[str, Any]:
+        """Run the engine purge now (``agent-memory gc``): a waiting one, or Edge's vacuum of any segment that
+        still holds deleted points (a session that ended without close); what it did."""
+        if not self.vacuums or self.journal is None or self.journal.read_only:
+            return {"collection": self.name, "purged": False, "reason": "shard without the vacuum setting"}
+        segments = self.path / "segments" if self.path is not None else None
+        before = _segment_names(segments)
+        started = time.perf_counter()
+        if not self._engine_purge.flush():
+            self.purge_engine()
+        seconds = round(time.perf_counter() - started, 3)
+        return {"collection": self.name, "purged": _segment_names(segments) != before, "seconds": seconds}
 
     def purge_engine(self) -> None:
         """Rewrite the segments that hold deleted points (Edge's vacuum), so no freed page keeps a forgotten text.
@@ -335,6 +370,13 @@ class EdgeCollection(BaseCollection):
                 finally:
                     if self.journal is not None:
                         self.journal.close()
+
+
+def _segment_names(folder: Path | None) -> frozenset[str]:
+    # A vacuum writes the segments it rewrote under new names: a changed set means it rewrote some.
+    if folder is None or not folder.is_dir():
+        return frozenset()
+    return frozenset(p.name for p in folder.iterdir())
 
 
 def _repair_hint(identity: str) -> str:
@@ -469,7 +511,9 @@ def _open_collection(store: IdentityStore, spec: CollectionSpec) -> EdgeCollecti
         gate.check_open(open_need(path))
     shard = _load_shard(path, spec, store.dim, hint)
     journal = Journal(store.data_path / JOURNAL_DIR / spec.name, read_only=gate.read_only)
-    coll = EdgeCollection(spec.name, shard, len(spec.vectors), path=path, gate=gate, journal=journal, repair_hint=hint)
+    coll = EdgeCollection(
+        spec.name, shard, len(spec.vectors), path=path, gate=gate, journal=journal, repair_hint=hint, purge=store.purge
+    )
     try:
         journal.open()
         if not gate.read_only:
@@ -567,6 +611,8 @@ class IdentityStore:
     adopt_recorded_model: bool = False
     root: Path | None = None
     read_only: bool = False
+    # When the engine purge after a forget runs (promptly, or once the collection is idle: see PurgePolicy).
+    purge: PurgePolicy = field(default_factory=PurgePolicy)
     data_path: Path = field(default=Path())
     gate: DiskGate = field(default_factory=lambda: DiskGate(Path()))
     _lock_fd: int = -1
@@ -863,11 +909,18 @@ _registry_lock = threading.Lock()
 
 
 def acquire_store(
-    root: Path, identity: str, model_id: str, dim: int, *, adopt_recorded_model: bool = False
+    root: Path,
+    identity: str,
+    model_id: str,
+    dim: int,
+    *,
+    adopt_recorded_model: bool = False,
+    purge: PurgePolicy | None = None,
 ) -> IdentityStore:
     """The process's shared handle of ``root/identity``, opened on first acquire.
 
     ``adopt_recorded_model``: open the store whatever model wrote it (for export, which embeds nothing).
+    ``purge``: when engine purges run (the first acquire's policy holds for the process).
     """
     # The identity becomes a folder name: refuse (never normalise) anything that could leave the root.
     # The root itself may be a link; nothing below it may be (see files.refuse_links).
@@ -883,6 +936,7 @@ def acquire_store(
                 dim=dim,
                 adopt_recorded_model=adopt_recorded_model,
                 root=root,
+                purge=purge or PurgePolicy(),
             )
             store.open()
             entry = _Entry(store)

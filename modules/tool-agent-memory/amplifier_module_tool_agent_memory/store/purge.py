@@ -3,9 +3,14 @@
 The embedded store purges the engine's freed payload pages with it (see
 :meth:`.edge.EdgeCollection.purge_engine`): rewriting a segment costs hundreds of milliseconds,
 too much for each ``memory_forget``, but a forgotten text must not stay on disk for long. A
-request (a forget) marks the job due :data:`PURGE_QUIET_S` later; another request in the meantime
-moves that on, but never past :data:`PURGE_MAX_WAIT_S` after the first request still waiting, so
-a steady stream of forgets cannot postpone the purge forever.
+*prompt* request (a forget in a small collection) marks the job due :data:`PURGE_QUIET_S` later;
+another request in the meantime moves that on, but never past :data:`PURGE_MAX_WAIT_S` after the
+first request still waiting, so a steady stream of forgets cannot postpone the purge forever.
+
+An *idle* request (a forget in a collection too large to purge without stalling writes, see
+:class:`PurgePolicy`) waits instead until no write has touched the collection for ``idle_s``
+(each write calls :meth:`DebouncedJob.touch`), with no longest wait: a purge there holds writes
+for many seconds, so it runs in a pause, at close, or when ``agent-memory gc`` asks for it.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 logger = logging.getLogger(__name__)
 
@@ -22,22 +28,55 @@ logger = logging.getLogger(__name__)
 PURGE_QUIET_S = 1.0
 # The longest a forgotten text waits for its purge to start while forgets keep coming.
 PURGE_MAX_WAIT_S = 5.0
+# Measured (benchmarks/engine_purge.py: memories, index built, one delete, loaded 2-core machine): one purge
+# took 0.50 s at 1k points, 1.05 s at 5k, 1.67 s at 10k, 2.32 s at 20k (25-28 s at 100k). A write waits
+# for a running purge, so above 10k points (where it would pass ~2 s) the purge waits for an idle moment.
+PURGE_PROMPT_MAX_POINTS = 10_000
+# No write for this long before a purge above the bound runs: longer than the pauses between one agent
+# turn's writes (tool calls seconds apart), so the purge does not land inside a turn and stall it, yet
+# short enough that in an interactive session a forgotten text is normally gone within a minute.
+PURGE_IDLE_S = 30.0
+
+
+@dataclass(frozen=True)
+class PurgePolicy:
+    """When the engine purge runs: promptly in collections of at most ``prompt_max_points`` points, else
+    after ``idle_s`` seconds without a write (or at close, or on ``agent-memory gc``)."""
+
+    prompt_max_points: int = PURGE_PROMPT_MAX_POINTS
+    idle_s: float = PURGE_IDLE_S
+    quiet_s: float = PURGE_QUIET_S
+    max_wait_s: float = PURGE_MAX_WAIT_S
+
+    def waits_for_idle(self, points: int) -> bool:
+        """Whether a purge of a collection of ``points`` points must wait for the collection to be idle."""
+        return points > self.prompt_max_points
 
 
 class DebouncedJob:
     """Runs ``job`` on a daemon thread once requests have been quiet for ``quiet_s`` (at most ``max_wait_s``
-    after the first waiting request). :meth:`flush` runs a due job now; :meth:`stop` ends the thread."""
+    after the first waiting request), or, for an idle request, once nothing touched it for ``idle_s``.
+    :meth:`flush` runs a due job now; :meth:`stop` ends the thread."""
 
     def __init__(
-        self, name: str, job: Callable[[], None], quiet_s: float = PURGE_QUIET_S, max_wait_s: float = PURGE_MAX_WAIT_S
+        self,
+        name: str,
+        job: Callable[[], None],
+        quiet_s: float = PURGE_QUIET_S,
+        max_wait_s: float = PURGE_MAX_WAIT_S,
+        idle_s: float = PURGE_IDLE_S,
     ) -> None:
         self.name = name
         self._job = job
         self._quiet_s = quiet_s
         self._max_wait_s = max_wait_s
+        self._idle_s = idle_s
         self._cond = threading.Condition()
         self._first: float | None = None
         self._last = 0.0
+        # When the owner was last active (a write): an idle request waits ``idle_s`` past it.
+        self._active = 0.0
+        self._idle = False
         self._stopped = False
         self._thread: threading.Thread | None = None
         self.runs = 0
@@ -48,8 +87,20 @@ class DebouncedJob:
         with self._cond:
             return self._first is not None
 
-    def request(self) -> None:
-        """Ask for the job to run after the quiet time (starts the thread on first use)."""
+    @property
+    def waits_for_idle(self) -> bool:
+        """Whether the waiting request runs only once the owner is idle."""
+        with self._cond:
+            return self._first is not None and self._idle
+
+    def touch(self) -> None:
+        """The owner was active (a write): an idle request waits ``idle_s`` from now."""
+        with self._cond:
+            self._active = time.monotonic()
+
+    def request(self, *, idle: bool = False) -> None:
+        """Ask for the job to run after the quiet time, or with ``idle`` once the owner was idle for ``idle_s``
+        (the latest request decides; starts the thread on first use)."""
         with self._cond:
             if self._stopped:
                 return
@@ -57,6 +108,8 @@ class DebouncedJob:
             if self._first is None:
                 self._first = now
             self._last = now
+            self._active = now
+            self._idle = idle
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name=f"purge-{self.name}", daemon=True)
                 self._thread.start()
@@ -65,6 +118,8 @@ class DebouncedJob:
     def _due_in(self) -> float | None:
         if self._first is None:
             return None
+        if self._idle:
+            return self._active + self._idle_s - time.monotonic()
         due = min(self._last + self._quiet_s, self._first + self._max_wait_s)
         return due - time.monotonic()
 
@@ -89,13 +144,14 @@ class DebouncedJob:
             # The next request tries again; close purges whatever is left.
             logger.exception("background purge failed", extra={"job": self.name})
 
-    def flush(self) -> None:
-        """Run the job now (in the caller's thread) when a request waits for it."""
+    def flush(self) -> bool:
+        """Run the job now (in the caller's thread) when a request waits for it; whether it ran."""
         with self._cond:
             due = self._first is not None
             self._first = None
         if due:
             self._run()
+        return due
 
     def stop(self) -> None:
         """End the thread (a job running finishes first); a waiting request stays pending for :meth:`flush`."""
