@@ -1,15 +1,22 @@
-"""A forgotten text leaves the engine's files promptly: Edge's freed payload pages are rewritten by a
-background purge a moment after the last forget (store/purge.py, EdgeCollection.purge_engine)."""
+"""A forgotten text leaves the engine's files: Edge's freed payload pages are rewritten by a background
+purge (store/purge.py, EdgeCollection.purge_engine) a moment after the last forget in a collection of at
+most storage.purge_prompt_max_points points, once the collection is idle (or at close, or on
+``agent-memory gc``) in a larger one."""
 
 from __future__ import annotations
 
+import json
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from memory_helpers import DISTINCT_FACTS
 
+from amplifier_module_tool_agent_memory.cache.models import CacheWriteInput
+from amplifier_module_tool_agent_memory.cache.service import CACHE
+from amplifier_module_tool_agent_memory.cli import main
 from amplifier_module_tool_agent_memory.memory.models import MemoryStoreInput
 from amplifier_module_tool_agent_memory.memory.service import MEMORIES
 from amplifier_module_tool_agent_memory.plans.models import PlanStoreInput
@@ -115,3 +122,142 @@ def test_a_steady_stream_of_requests_cannot_postpone_the_job_past_its_longest_wa
     finally:
         job.stop()
     assert ran, "the job never ran while requests kept coming"
+
+
+# Purges above the size bound wait for the collection to be idle (storage.purge_prompt_max_points): a small
+# configured bound stands for a large collection, and a short idle time keeps the tests quick.
+_ABOVE_BOUND = {"purge_prompt_max_points": 3, "purge_idle_seconds": 3.0}
+_NEVER_IDLE = {"purge_prompt_max_points": 3, "purge_idle_seconds": 3600.0}
+
+
+def _fill(rt: AgentMemory, count: int = 8) -> list[str]:
+    return [rt.memory().store(MemoryStoreInput(content=fact)).id for fact in DISTINCT_FACTS[:count]]
+
+
+def test_a_forget_below_the_bound_is_purged_without_waiting_for_the_collection_to_be_idle(
+    make_runtime: Callable[..., AgentMemory], root: Path
+) -> None:
+    rt = make_runtime(storage={"purge_idle_seconds": 3600.0})
+    ids = _fill(rt)
+    coll = _collection(rt, MEMORIES)
+    runs = coll.engine_purges
+    rt.memory().forget(ids[3])
+    assert not coll.engine_purge_waits_for_idle
+    _wait_for_purge(coll, runs)  # far sooner than the hour of idle time configured
+    assert DISTINCT_FACTS[3].encode() not in _store_bytes(root / "alice")
+
+
+def test_above_the_bound_a_purge_waits_while_writes_keep_coming_then_runs_once_idle(
+    make_runtime: Callable[..., AgentMemory], root: Path
+) -> None:
+    rt = make_runtime(storage=_ABOVE_BOUND)
+    ids = _fill(rt)
+    coll = _collection(rt, MEMORIES)
+    runs = coll.engine_purges
+    rt.memory().forget(ids[3])
+    assert coll.engine_purge_waits_for_idle
+    forgotten = DISTINCT_FACTS[3].encode()
+    # Writes every 0.2 s for twice the idle time: never idle for 3 s.
+    stop = time.monotonic() + 2 * _ABOVE_BOUND["purge_idle_seconds"]
+    written = 0
+    while time.monotonic() < stop:
+        rt.memory().store(MemoryStoreInput(content=f"Ticket {uuid.uuid4().hex} was triaged by the on-call engineer"))
+        written += 1
+        time.sleep(0.2)
+    assert written >= 10
+    assert coll.engine_purges == runs, "the purge ran while writes kept coming"
+    assert forgotten in _store_bytes(root / "alice"), "nothing left to purge: the test shows nothing"
+    _wait_for_purge(coll, runs)  # the writes stopped: idle after 3 s
+    assert forgotten not in _store_bytes(root / "alice")
+
+
+def test_above_the_bound_closing_runs_the_purge_waiting_for_idle(
+    make_runtime: Callable[..., AgentMemory], root: Path
+) -> None:
+    rt = make_runtime(storage=_NEVER_IDLE)
+    ids = _fill(rt)
+    coll = _collection(rt, MEMORIES)
+    rt.memory().forget(ids[2])
+    assert coll.engine_purge_waits_for_idle
+    rt.close()
+    assert DISTINCT_FACTS[2].encode() not in _store_bytes(root / "alice")
+
+
+def test_agent_memory_gc_runs_a_purge_waiting_for_idle_and_reports_it(
+    make_runtime: Callable[..., AgentMemory], root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rt = make_runtime(storage=_NEVER_IDLE)
+    ids = _fill(rt)
+    coll = _collection(rt, MEMORIES)
+    runs = coll.engine_purges
+    rt.memory().forget(ids[5])
+    assert coll.engine_purge_waits_for_idle
+    capsys.readouterr()
+    # Same process: the CLI shares the open store (as a second process it would wait for its lock).
+    assert main(["gc", "--root", str(root), "--identity", "alice", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [p["collection"] for p in report["purges"] if p["purged"]] == ["memories"]
+    assert coll.engine_purges == runs + 1
+    assert DISTINCT_FACTS[5].encode() not in _store_bytes(root / "alice")  # the runtime still open
+
+
+def test_an_expired_cache_item_leaves_no_copy_in_any_store_file_once_swept_and_purged(
+    make_runtime: Callable[..., AgentMemory], root: Path
+) -> None:
+    rt = make_runtime()
+    rt.cache().write(
+        CacheWriteInput(kind="fact", content="Scratch token quokka-zebra-1187 for the smoke run", ttl_minutes=0.001)
+    )
+    rt.cache().write(CacheWriteInput(kind="fact", content="The build uses Bazel 7", ttl_minutes=0))
+    coll = _collection(rt, CACHE)
+    runs = coll.engine_purges
+    time.sleep(0.2)  # past the item's 0.06 s lifetime
+    assert rt.cache().sweep_expired() == 1
+    _wait_for_purge(coll, runs)
+    on_disk = _store_bytes(root / "alice")
+    assert b"quokka-zebra-1187" not in on_disk
+    assert b"Bazel 7" in on_disk
+
+
+def _set_indexing_threshold(root: Path, kilobytes: int | None, identity: str = "alice") -> None:
+    config_file = root / identity / "memories" / "edge_config.json"
+    config = json.loads(config_file.read_text())
+    config["optimizers"]["indexing_threshold"] = kilobytes
+    config_file.write_text(json.dumps(config))
+
+
+def _segment_files_holding(root: Path, text: str) -> set[Path]:
+    segments = root / "alice" / "memories" / "segments"
+    return {p for p in segments.rglob("*") if p.is_file() and text.encode() in p.read_bytes()}
+
+
+def test_a_neighbour_that_quoted_a_forgotten_memory_keeps_no_copy_in_another_segment(
+    make_runtime: Callable[..., AgentMemory], root: Path
+) -> None:
+    # Above ~10k memories an index build leaves the points in an indexed segment and new writes in an
+    # appendable one. An indexing threshold of 1 KB gives a few memories that indexed segment; put back to
+    # the default, later writes stay in the appendable one (which no purge would otherwise need to rewrite).
+    first = make_runtime(session_id="thread-1")
+    first.store().collection(MEMORIES)
+    first.close()
+    _set_indexing_threshold(root, 1)
+    second = make_runtime(session_id="thread-1")
+    for fact in DISTINCT_FACTS[:3]:
+        second.memory().store(MemoryStoreInput(content=fact))
+    quoted = second.memory().store(MemoryStoreInput(content=DISTINCT_FACTS[6])).id
+    _collection(second, MEMORIES).optimize()
+    second.close()
+    _set_indexing_threshold(root, None)
+    rt = make_runtime(session_id="thread-1")
+    coll = _collection(rt, MEMORIES)
+    neighbour = rt.memory().store(MemoryStoreInput(content=DISTINCT_FACTS[7])).id
+    assert DISTINCT_FACTS[6] in str(coll.retrieve([neighbour])[0].payload), "the neighbour does not quote it"
+    coll.persist()  # a checkpoint wrote the neighbour's pages
+    holding = _segment_files_holding(root, DISTINCT_FACTS[6])
+    assert len({p.relative_to(root).parts[3] for p in holding}) == 2, "the neighbour is not in another segment"
+    runs = coll.engine_purges
+    rt.memory().forget(quoted)
+    _wait_for_purge(coll, runs)
+    on_disk = _store_bytes(root / "alice")
+    assert DISTINCT_FACTS[6].encode() not in on_disk
+    assert DISTINCT_FACTS[7].encode() in on_disk
