@@ -10,6 +10,7 @@ import hashlib
 import re
 import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from .models import MemoryListInput, MemoryRecord, MemorySearchInput, MemoryStor
 from .ranking import CTX, MEMORY_VECTORS, Hit, RetrievalParams, context_text, hybrid_search
 
 if TYPE_CHECKING:
+    import numpy as np
     import qdrant_edge
 
 MEMORIES = CollectionSpec(
@@ -79,6 +81,8 @@ NOTE_MERGE_COSINE = 0.95
 # preference or event merges at any cosine the gate lets through.
 RESTATED = "restated"
 MAX_RESTATED = 5
+# Pairs of search results whose comparison is remembered (a few hundred bytes each).
+CHANGES_REMEMBERED = 4096
 
 
 def searchable_context(ctx: str, restated: Sequence[str]) -> str:
@@ -221,6 +225,8 @@ class MemoryService:
         self.clock = clock
         self.params = params or RetrievalParams()
         self.comparator = Comparator(embedder)
+        self._changes_seen: OrderedDict[tuple[str, str, str, str], bool] = OrderedDict()
+        self._changes_lock = threading.Lock()
         # (seq, content) of this thread's last memory: the next one's context window.
         self._tail: tuple[int, str] | None = None
         self._tail_loaded = False
@@ -493,17 +499,34 @@ class MemoryService:
         order = list(hits)
         for i, j in pairs:
             older, newer = hits[i], hits[j]
+            if order.index(newer) < order.index(older):
+                continue  # already moved above it: the comparison could change nothing
             a, b = vectors.get(older.id), vectors.get(newer.id)
             if a is None or b is None or float(a @ b) < self.config.near_duplicate_threshold:
                 continue
             if newer.payload.get(SUPERSEDES) == older.id or older.payload.get(SUPERSEDES) == newer.id:
                 continue
-            newer_text = str(newer.payload.get("content", ""))
-            comparison = self._compare(Member(older.id, older.payload), newer_text, (a.tolist(), b.tolist()))
-            if is_one_change(comparison) and order.index(newer) > order.index(older):
+            if self._changes(older, newer, a, b):
                 order.remove(newer)
                 order.insert(order.index(older), newer)
         return order
+
+    def _changes(self, older: Hit, newer: Hit, a: np.ndarray, b: np.ndarray) -> bool:
+        """The comparison decides ``newer`` is a change of one fact of ``older`` (remembered per pair of texts:
+        the same memories come back search after search, and a comparison is a pure function of the two texts
+        and their vectors)."""
+        older_text, newer_text = str(older.payload.get("content", "")), str(newer.payload.get("content", ""))
+        key = (older.id, newer.id, older_text, newer_text)
+        with self._changes_lock:
+            known = self._changes_seen.get(key)
+        if known is not None:
+            return known
+        changed = is_one_change(self._compare(Member(older.id, older.payload), newer_text, (a.tolist(), b.tolist())))
+        with self._changes_lock:
+            self._changes_seen[key] = changed
+            if len(self._changes_seen) > CHANGES_REMEMBERED:
+                self._changes_seen.popitem(last=False)
+        return changed
 
     def get(self, memory_id: str) -> dict[str, Any]:
         """The full memory (every stored field but internals)."""
