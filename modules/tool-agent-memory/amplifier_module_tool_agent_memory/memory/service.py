@@ -193,7 +193,8 @@ class StoreOutcome:
             out["similarity"] = round(self.similarity or 0.0, 4)
             out["note"] = (
                 "an existing memory of this kind says the same in other words: "
-                "its updated_at and importance were refreshed"
+                "its updated_at and importance were refreshed, and its restated field keeps this wording "
+                f"(the first {MAX_RESTATED} other wordings)"
             )
         if self.superseded:
             out["superseded"] = self.superseded
