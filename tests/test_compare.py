@@ -184,3 +184,14 @@ def test_a_request_leaving_out_a_qualifier_is_not_the_same(embedder: CachedEmbed
         "Show the overdue invoices in the finance dashboard", "Show the invoices in the finance dashboard"
     )
     assert not result.same and kinds(result) == {"qualifier"}
+
+
+def test_a_comparative_of_degree_one_text_lacks_is_a_qualifier_change(comparator: Comparator) -> None:
+    result = comparator.compare("List the orders with more than 3 parcels", "List the orders with fewer than 3 parcels")
+    assert result.verdict is Verdict.CHANGED
+    assert "qualifier" in kinds(result)
+
+
+def test_a_comparative_kept_in_both_texts_is_no_difference(comparator: Comparator) -> None:
+    result = comparator.compare("List the orders with more than 3 parcels", "List orders with more than 3 parcels")
+    assert "qualifier" not in kinds(result)

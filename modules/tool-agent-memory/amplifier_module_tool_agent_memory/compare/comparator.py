@@ -43,7 +43,7 @@ from typing import Literal
 
 from ..embeddings import Embedder
 from .extract import Item, Reading, Slot, read, stem
-from .lexicon import FUNCTION_WORDS
+from .lexicon import DEGREE_WORDS, FUNCTION_WORDS
 from .types import Comparison, Difference, Verdict
 from .wordnet import Relation, WordNet, default_wordnet
 
@@ -188,6 +188,7 @@ class Comparator:
         diffs += opposites
         diffs += self._polarity(ra, rb, side_a, side_b)
         diffs += self._particle_polarity(ra, rb)
+        diffs += _degree_differences(ra, rb)
         diffs += self._role_differences(ra, rb)
         diffs += _swapped_around_target(ra, rb)
         s = self.settings
@@ -662,3 +663,14 @@ def _value_difference(sa: Slot, sb: Slot) -> Difference:
         return Difference("order", sa.text, sb.text)
     kind = sa.kind if sa.kind == sb.kind else "version" if "version" in (sa.kind, sb.kind) else sa.kind
     return Difference(kind, _show(sa), _show(sb))
+
+
+def _degree_differences(ra: Reading, rb: Reading) -> list[Difference]:
+    """A quantifier or comparative of degree ("more", "fewer", "over"...) that one text has and the other
+    lacks: the two qualify their values differently ("more than 1000" / "less than 1000")."""
+    only_a = Counter(t for t in ra.tokens if t in DEGREE_WORDS)
+    only_b = Counter(t for t in rb.tokens if t in DEGREE_WORDS)
+    gone, added = sorted((only_a - only_b).elements()), sorted((only_b - only_a).elements())
+    if not gone and not added:
+        return []
+    return [Difference("qualifier", " ".join(gone) or None, " ".join(added) or None)]

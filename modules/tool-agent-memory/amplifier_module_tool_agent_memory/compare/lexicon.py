@@ -11,6 +11,7 @@ from __future__ import annotations
 
 __all__ = [
     "COLOURS",
+    "DEGREE_WORDS",
     "FUNCTION_WORDS",
     "MONTHS",
     "MULTIPLIERS",
@@ -51,6 +52,11 @@ FUNCTION_WORDS = _words(
     """
 )
 """Closed-class words and light verbs ("make", "set", "get", "let"...) that frame a request."""
+
+DEGREE_WORDS = FUNCTION_WORDS & _words("most more less least few fewer many much several over under")
+"""The quantifiers and comparatives of degree among the function words: dropped when words are matched,
+yet "more than 5" and "fewer than 5" say different things, so one text having such a word that the
+other lacks is a difference of qualifier."""
 
 NEGATORS = _words("not no never without nor none nothing nobody neither cannot can't don't doesn't "
                   "isn't aren't wasn't weren't won't shouldn't mustn't didn't hasn't haven't n't")
