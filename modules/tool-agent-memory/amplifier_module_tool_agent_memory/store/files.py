@@ -25,6 +25,7 @@ import struct
 from pathlib import Path
 
 from ..errors import ConfigError, StoreDamagedError
+from .space import allocated_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -164,16 +165,7 @@ def remove_interrupted_builds(shard: Path) -> int:
 
 
 def _allocated(path: Path) -> int:
-    if path.is_file():
-        return path.stat().st_blocks * 512
-    total = 0
-    for dirpath, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
-            except OSError:
-                continue
-    return total
+    return path.stat().st_blocks * 512 if path.is_file() else allocated_bytes(path)
 
 
 def sparse_copy_tree(src: Path, dst: Path, skip: frozenset[str] = frozenset()) -> int:
