@@ -54,32 +54,28 @@ def newest_of(coll: Collection, memory_id: str, payload: dict[str, Any]) -> Memb
 
 def chain_of(coll: Collection, memory_id: str, payload: dict[str, Any]) -> list[Member]:
     """Every memory of ``memory_id``'s chain, oldest first (one member when it has no links)."""
-    older: list[Member] = []
-    current = Member(memory_id, payload)
+    start = Member(memory_id, payload)
     seen = {memory_id}
+    older = _walk(coll, start, SUPERSEDES, seen)
+    newer = _walk(coll, start, SUPERSEDED_BY, seen)
+    return [*reversed(older), start, *newer]
+
+
+def _walk(coll: Collection, start: Member, link: str, seen: set[str]) -> list[Member]:
+    """The members reached from ``start`` by following ``link``, nearest first (stops at a loop or a gap)."""
+    found: list[Member] = []
+    current = start
     for _ in range(MAX_CHAIN):
-        previous = current.payload.get(SUPERSEDES)
-        if not previous or previous in seen:
+        target = current.payload.get(link)
+        if not target or target in seen:
             break
-        found = _payload_of(coll, str(previous))
-        if found is None:
+        next_payload = _payload_of(coll, str(target))
+        if next_payload is None:
             break
-        current = Member(str(previous), found)
+        current = Member(str(target), next_payload)
         seen.add(current.id)
-        older.append(current)
-    newer: list[Member] = []
-    current = Member(memory_id, payload)
-    for _ in range(MAX_CHAIN):
-        successor = current.payload.get(SUPERSEDED_BY)
-        if not successor or successor in seen:
-            break
-        found = _payload_of(coll, str(successor))
-        if found is None:
-            break
-        current = Member(str(successor), found)
-        seen.add(current.id)
-        newer.append(current)
-    return [*reversed(older), Member(memory_id, payload), *newer]
+        found.append(current)
+    return found
 
 
 def link(coll: Collection, older_id: str, newer_id: str) -> None:
