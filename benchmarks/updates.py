@@ -15,7 +15,8 @@ pairs; see that folder's README) and drives the real tools on the embedded defau
   * restatement merged: storing ``b`` answered the id of ``a`` (no second memory).
 - working-memory cache: each case in its own scope, ``cache_write(old)`` then
   ``cache_write(new)`` (a memory kind ``preference`` is written as a cache ``fact``), then a
-  default ``cache_pack`` of the scope: it must hold ``new_mark`` and never both marks.
+  default ``cache_pack`` of the scope: it must hold ``new_mark`` and never both marks. A
+  distinct pair is written the same way (``a`` then ``b`` in one scope): the pack must hold both.
 
 Figures are printed per type and per kind, for all cases and for two fixed halves (A / B,
 split by a hash of the case text) so that a setting chosen while looking at one half can be
@@ -153,13 +154,19 @@ def _pack_text(pack: dict[str, Any]) -> str:
 
 async def run_cache(tools: Tools, cases: list[Case]) -> None:
     for case in cases:
-        if case.type != "update":
+        if case.type not in ("update", "distinct"):
             continue
         scope = f"updates-{case.n}"
         kind = CACHE_KIND.get(case.kind, "fact")
         await tools.call("cache_write", {"scope": scope, "kind": kind, "content": case.first})
         await tools.call("cache_write", {"scope": scope, "kind": kind, "content": case.second})
-        text = _pack_text(await tools.call("cache_pack", {"scope": scope}))
+        pack = await tools.call("cache_pack", {"scope": scope})
+        if case.type == "distinct":
+            # Two facts about different things: a pack that kept only one has lost a true fact.
+            lines = {line for name in ("facts", "decisions") for line in pack.get(name, [])}
+            case.metrics["cache distinct both"] = case.first in lines and case.second in lines
+            continue
+        text = _pack_text(pack)
         has_new, has_old = str(case.row["new_mark"]) in text, str(case.row["old_mark"]) in text
         case.metrics["cache pack newer"] = has_new
         case.metrics["cache pack both"] = has_new and has_old
@@ -172,6 +179,7 @@ MEASURES: tuple[tuple[str, str, str], ...] = (
     ("cache pack newer", "update", "1.00"),
     ("cache pack both", "update", "0 (never)"),
     ("distinct both findable", "distinct", "1.00"),
+    ("cache distinct both", "distinct", "(diagnostic: 1.00)"),
     ("restatement merged", "duplicate", ">= 0.70"),
     ("linked", "update", "(diagnostic)"),
     ("wrongly linked", "distinct", "(diagnostic: 0)"),
