@@ -418,7 +418,7 @@ class CacheService:
             comparison = self.comparator.compare(item.content, content, vectors=(st.vecs[item.id].tolist(), vec))
             if comparison.same and similarity >= MERGE_COSINE:
                 return "same", item, comparison
-            if is_one_change(comparison):
+            if is_one_change(comparison, item.content, content):
                 return "changed", item, comparison
         return None
 

@@ -10,6 +10,7 @@ Used by long-term memory dedup, working-memory cache dedup and plan lookup alike
 """
 
 from .comparator import Comparator, CompareSettings
+from .subject import another_subject, subject_positions
 from .types import DIFFERENCE_KINDS, Comparison, Difference, Verdict
 from .wordnet import Relation, WordNet, default_wordnet
 
@@ -22,5 +23,7 @@ __all__ = [
     "Relation",
     "Verdict",
     "WordNet",
+    "another_subject",
     "default_wordnet",
+    "subject_positions",
 ]

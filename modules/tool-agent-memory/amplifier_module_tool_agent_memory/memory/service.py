@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..compare import Comparator, Comparison, Verdict
+from ..compare import Comparator, Comparison, Verdict, another_subject
 from ..config import MemorySearchConfig
 from ..embeddings.providers import Embedder
 from ..errors import InvalidInput, NotFound
@@ -124,12 +124,17 @@ def public_view(point_id: str, payload: dict[str, Any], score: float | None = No
 MAX_CHANGE_DIFFERENCES = 3
 
 
-def is_one_change(comparison: Comparison) -> bool:
-    """A decided change of one fact: what the memory and cache act on (link, replace, reorder)."""
+def is_one_change(comparison: Comparison, older: str | None = None, newer: str | None = None) -> bool:
+    """A decided change of one fact: what the memory and cache act on (link, replace, reorder).
+
+    Given the two texts, a change whose differences all lie in the subjects (the same value of
+    another thing: "My dentist is Dr. Patel." / "My dermatologist is Dr. Patel.") is two facts, not one.
+    """
     return (
         comparison.decided
         and comparison.verdict is Verdict.CHANGED
         and len(comparison.differences) <= MAX_CHANGE_DIFFERENCES
+        and not (older is not None and newer is not None and another_subject(older, newer, comparison))
     )
 
 
@@ -317,7 +322,7 @@ class MemoryService:
                 if kind == "note" and comparison.similarity < NOTE_MERGE_COSINE:
                     continue
                 return Judgement(merge_into=newest, comparison=comparison)
-            if kind in UPDATABLE_KINDS and is_one_change(comparison):
+            if kind in UPDATABLE_KINDS and is_one_change(comparison, str(newest.payload.get("content", "")), content):
                 return Judgement(supersede=newest, comparison=comparison)
         return Judgement()
 
@@ -522,7 +527,8 @@ class MemoryService:
             known = self._changes_seen.get(key)
         if known is not None:
             return known
-        changed = is_one_change(self._compare(Member(older.id, older.payload), newer_text, (a.tolist(), b.tolist())))
+        comparison = self._compare(Member(older.id, older.payload), newer_text, (a.tolist(), b.tolist()))
+        changed = is_one_change(comparison, older_text, newer_text)
         with self._changes_lock:
             self._changes_seen[key] = changed
             if len(self._changes_seen) > CHANGES_REMEMBERED:

@@ -1,0 +1,212 @@
+"""What a fact is about: its subject, and whether a change only swaps that subject (another fact).
+
+A statement names WHAT it is about in its subject (the words before its main verb, copula or
+auxiliary: "The staging database | is PostgreSQL 15", "My wife | likes aisle seats") and states
+the value in its predicate. Two statements whose only differences are words of their subjects,
+with the same predicate, say the same value of two things ("The production database | is
+PostgreSQL 15"): another subject, not an update of one fact. A changed value, verb, polarity or
+order in the predicate is an update ("The API rate limit | is 60 ...").
+
+One construction turns this round: a bare proper name followed by a verb whose complement is a
+definite description ("Priya | is the on-call lead", "Jonas | manages the mobile team") names the
+holder of a role, i.e. the value, and the definite description is what the fact is about (the
+specificational reading of "X is the Y"). Imperatives ("Remind me ...") have no subject.
+
+No tagger is needed: auxiliaries, pronouns and determiners are closed classes of English, and an
+open-class word is taken for a verb from its WordNet forms (a verb lemma, an inflection of one) and
+its place. When unsure, there is no subject, and the change stays an update (today's behaviour).
+"""
+
+from __future__ import annotations
+
+from .extract import Reading, read
+from .types import Comparison, Difference
+from .wordnet import WordNet, default_wordnet
+
+__all__ = ["AUXILIARIES", "another_subject", "subject_positions"]
+
+
+def _closed(words: str) -> frozenset[str]:
+    """A closed class of English words, written as one space-separated string."""
+    return frozenset(words.split())
+
+
+AUXILIARIES = _closed(
+    "am is are was were be been being has have had do does did will would shall should can could may might must "
+    "need needs ought not"
+)
+"""English auxiliaries and modals (closed class), and the negator a contracted auxiliary leaves ("isn't"
+reads as "not"): the first of them after a subject ends it."""
+
+_CONTRACTED_AUXILIARY = ("'m", "'re", "'ve", "'ll", "'d")
+"""A pronoun written with its auxiliary ("I'm", "we're"): the subject ends with it."""
+
+_NOMINATIVE = _closed("i we they he she")
+"""Pronouns that are only ever subjects: the verb follows them."""
+
+_OBJECT_STARTERS = _closed("me us him her them it you the a an my our your his their its this that these those")
+"""What follows a verb at the start of an imperative ("Remind me", "Set the"), besides names and values."""
+
+_DETERMINERS = _closed("the a an my our your his her their its this that these those")
+_DEFINITE = _closed("the my our your his her their its")
+"""Determiners of a definite description ("the on-call lead", "my dentist")."""
+
+_PREPOSITIONS = _closed(
+    "of to in on at by for from with within without via into onto about per across around through toward "
+    "towards upon over under"
+)
+
+_IMPERATIVE_OPENERS = _closed("please pls plz kindly just always never not do also")
+"""Words an imperative may start with before its verb ("Please remind me", "Don't schedule")."""
+
+_SUBJECT_KINDS = frozenset({"content", "term", "qualifier", "name", "identifier", "polarity"})
+"""Differences a word makes. Values (number, date, time, version, path, URL, scheme, colour, quoted) and
+role order are what a fact states, never what it is about; a polarity difference counts only between two
+words (daughter / son), not a negation ("not allowed")."""
+
+
+def _is_word(token: str) -> bool:
+    return bool(token) and token[0].isalpha()
+
+
+def _verb_forms(wordnet: WordNet, token: str) -> tuple[bool, bool]:
+    """(``token`` is a verb form at all, it is an inflected one: "runs", "maintained")."""
+    lemmas = wordnet.lemmas(token, "v")
+    return bool(lemmas), any(lemma != token for lemma in lemmas)
+
+
+def _is_imperative(tokens: tuple[str, ...], reading: Reading, wordnet: WordNet | None) -> bool:
+    """The text starts with a verb in its base form followed by an object ("Remind me", "Book Marriott hotels")."""
+    k = 0
+    opened = False
+    while k < len(tokens) and tokens[k] in _IMPERATIVE_OPENERS:
+        opened = True
+        k += 1
+    if k >= len(tokens) or not _is_word(tokens[k]) or wordnet is None:
+        return False
+    if tokens[k] not in wordnet.lemmas(tokens[k], "v"):
+        return False
+    if opened:
+        return True
+    nxt = tokens[k + 1] if k + 1 < len(tokens) else ""
+    named = any(item.pos == k + 1 and item.text[:1].isupper() for item in reading.items)
+    return nxt in _OBJECT_STARTERS or nxt.startswith("<") or named
+
+
+def _subject_end(tokens: tuple[str, ...], wordnet: WordNet | None) -> int | None:
+    """The position of the main verb (or auxiliary) that ends the subject; None when none is found."""
+    first_aux = next((k for k, t in enumerate(tokens) if k > 0 and t in AUXILIARIES), len(tokens))
+    for k, t in enumerate(tokens[:first_aux]):
+        if t.endswith(_CONTRACTED_AUXILIARY):
+            return k + 1
+        if t in _NOMINATIVE:
+            return k + 1 if k + 1 < len(tokens) else None
+    if wordnet is not None:
+        for k in range(1, first_aux):
+            t = tokens[k]
+            if not _is_word(t) or t in _DETERMINERS or t in _PREPOSITIONS:
+                continue
+            prev = tokens[k - 1]
+            nxt = tokens[k + 1] if k + 1 < len(tokens) else ""
+            if prev in _DETERMINERS or prev in _PREPOSITIONS or nxt in AUXILIARIES:
+                continue  # a word right after a determiner, or right before an auxiliary, heads a noun phrase
+            verb, inflected = _verb_forms(wordnet, t)
+            if not verb or t.endswith("ing"):
+                continue  # a finite verb without an auxiliary is never a participle in -ing ("customer-facing")
+            # A base form is a verb after a plural noun ("Releases go out") unless an inflected verb follows
+            # ("the orders service runs"); otherwise only an inflected form is ("My dad lives", "The repo uses").
+            if inflected or (prev.endswith("s") and _is_word(prev) and not _verb_forms(wordnet, nxt)[1]):
+                return k
+    return first_aux if first_aux < len(tokens) else None
+
+
+def _bare_name(reading: Reading, end: int) -> bool:
+    """Every word before ``end`` is a proper name as written ("Priya", "Kenji Mori"): no determiner or pronoun."""
+    tokens = reading.tokens[:end]
+    if any(t in _DETERMINERS or t in _NOMINATIVE or t.startswith("<") or t.endswith(_CONTRACTED_AUXILIARY)
+           for t in tokens):
+        return False
+    words = [item for item in reading.items if item.pos < end]
+    return bool(words) and all(item.text[:1].isupper() for item in words)
+
+
+def _definite_complement(tokens: tuple[str, ...], end: int, wordnet: WordNet | None) -> int | None:
+    """Where a definite description right after the verb starts ("is now the ...", "manages the ...")."""
+    k = end
+    verb_seen = False
+    while k < len(tokens) and k < end + 4:
+        t = tokens[k]
+        if t in _DEFINITE:
+            return k
+        if t in AUXILIARIES:
+            pass
+        elif not verb_seen and _is_word(t) and wordnet is not None and wordnet.lemmas(t, "v"):
+            verb_seen = True
+        elif wordnet is None or not _is_word(t) or wordnet.main_pos(t) != "r":
+            return None
+        k += 1
+    return None
+
+
+def subject_positions(text: str, wordnet: WordNet | None = None) -> frozenset[int]:
+    """Positions (in ``read(text).tokens``) of the words saying what ``text`` is about; empty when unknown.
+
+    ``wordnet`` defaults to the installed reader; without one only auxiliaries and pronouns end a subject.
+    """
+    wordnet = wordnet if wordnet is not None else default_wordnet()
+    reading = read(text)
+    tokens = reading.tokens
+    if not tokens or _is_imperative(tokens, reading, wordnet):
+        return frozenset()
+    end = _subject_end(tokens, wordnet)
+    if end is None or end == 0:
+        return frozenset()
+    if _bare_name(reading, end):
+        start = _definite_complement(tokens, end, wordnet)
+        if start is not None:
+            # "Priya is the on-call lead": the name is the value, the role is what the fact is about.
+            return frozenset(range(start, len(tokens)))
+    return frozenset(range(end))
+
+
+def _positions(reading: Reading, word: str) -> list[int]:
+    return [item.pos for item in reading.items if item.text == word]
+
+
+def _in_subject(reading: Reading, subject: frozenset[int], word: str | None) -> bool:
+    """``word`` (absent: vacuously) is a word of ``reading`` found only in its subject."""
+    if word is None:
+        return True
+    found = _positions(reading, word)
+    return bool(found) and all(pos in subject for pos in found)
+
+
+def _about_subject(d: Difference, older: tuple[Reading, frozenset[int]], newer: tuple[Reading, frozenset[int]]) -> bool:
+    if d.kind not in _SUBJECT_KINDS:
+        return False
+    if d.kind == "polarity" and (
+        d.old is None or d.new is None or d.old.startswith("not ") or d.new.startswith("not ")
+    ):
+        return False
+    return _in_subject(*older, d.old) and _in_subject(*newer, d.new)
+
+
+def another_subject(older: str, newer: str, comparison: Comparison, wordnet: WordNet | None = None) -> bool:
+    """``newer`` states the same value of another thing than ``older``: every difference the comparison
+    names is a word of the subjects (both sides' words in their texts' subjects), so the predicates agree.
+
+    Such a pair is two facts, not an update of one ("My dentist is Dr. Patel." / "My dermatologist is
+    Dr. Patel."). False when any difference is a value, a negation, an order or lies in a predicate, or
+    when either text has no subject found (an imperative, no verb).
+    """
+    if not comparison.differences:
+        return False
+    wordnet = wordnet if wordnet is not None else default_wordnet()
+    sides: list[tuple[Reading, frozenset[int]]] = []
+    for text in (older, newer):
+        subject = subject_positions(text, wordnet)
+        if not subject:
+            return False
+        sides.append((read(text), subject))
+    return all(_about_subject(d, sides[0], sides[1]) for d in comparison.differences)
+
