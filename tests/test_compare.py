@@ -186,7 +186,7 @@ def test_a_request_leaving_out_a_qualifier_is_not_the_same(embedder: CachedEmbed
     assert not result.same and kinds(result) == {"qualifier"}
 
 
-def test_a_comparative_of_degree_one_text_lacks_is_a_qualifier_change(comparator: Comparator) -> None:
+def test_opposite_bounds_on_a_value_are_a_qualifier_change(comparator: Comparator) -> None:
     result = comparator.compare("List the orders with more than 3 parcels", "List the orders with fewer than 3 parcels")
     assert result.verdict is Verdict.CHANGED
     assert "qualifier" in kinds(result)
@@ -195,3 +195,90 @@ def test_a_comparative_of_degree_one_text_lacks_is_a_qualifier_change(comparator
 def test_a_comparative_kept_in_both_texts_is_no_difference(comparator: Comparator) -> None:
     result = comparator.compare("List the orders with more than 3 parcels", "List orders with more than 3 parcels")
     assert "qualifier" not in kinds(result)
+
+
+def test_the_same_bound_in_other_words_is_no_difference(comparator: Comparator) -> None:
+    result = comparator.compare("Each reply holds 5 links at most.", "Each reply holds max 5 links.")
+    assert "qualifier" not in kinds(result)
+
+
+def test_a_bound_stated_in_one_text_only_is_no_qualifier_change(comparator: Comparator) -> None:
+    result = comparator.compare("Let the upload queue accept up to 40 files", "Let the upload queue accept 40 files")
+    assert "qualifier" not in kinds(result)
+
+
+def test_a_number_with_a_plus_sign_is_a_lower_bound(comparator: Comparator) -> None:
+    result = comparator.compare("The plugin needs Java 17+", "The plugin needs at most Java 17")
+    assert "qualifier" in kinds(result)
+
+
+def test_a_preposition_of_place_is_not_a_bound(comparator: Comparator) -> None:
+    result = comparator.compare("Float a tooltip over the save icon", "Float a tooltip on the save icon")
+    assert "qualifier" not in kinds(result)
+
+
+def test_a_number_before_a_comma_does_not_count_the_next_word(comparator: Comparator) -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    reading = read("Keep 3, delete the rest")
+    assert reading.slots[0].unit is None
+    assert "delet" in {item.stem for item in reading.items}
+
+
+def test_an_ordinal_used_as_an_adverb_is_no_number(comparator: Comparator) -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    assert not read("Back up the notes first").slots
+    assert read("Pay the rent on the first of the month").slots[0].key == "#1"
+
+
+def test_one_used_as_a_pronoun_is_no_count() -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    assert not read("Choose one we can afford").slots
+
+
+def test_a_two_letter_abbreviation_with_dots_is_not_a_file_name() -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    assert not [s for s in read("Use a hosted runner, e.g. a GitHub one").slots if s.kind == "path"]
+
+
+def test_halving_and_cutting_by_half_are_the_same_factor(comparator: Comparator) -> None:
+    result = comparator.compare("Halve the polling interval", "Cut the polling interval by half")
+    assert "number" not in kinds(result)
+
+
+def test_a_time_without_am_or_pm_restates_the_same_time_with_it(comparator: Comparator) -> None:
+    result = comparator.compare("The choir rehearses at 7:15 pm", "The choir rehearses at 7:15")
+    assert "time" not in kinds(result)
+
+
+def test_a_bare_count_restates_a_duration_of_that_count(comparator: Comparator) -> None:
+    result = comparator.compare("Our cat Miso is 4 years old.", "Miso, our cat, is four.")
+    assert "number" not in kinds(result)
+
+
+def test_a_word_with_its_synonym_in_the_other_text_is_not_also_an_opposite(comparator: Comparator) -> None:
+    result = comparator.compare("Fix the broken hinge on the gate", "The gate hinge is damaged, please repair it")
+    assert "polarity" not in kinds(result)
+
+
+def test_determiners_are_not_opposite_particles(comparator: Comparator) -> None:
+    result = comparator.compare("All new laptops must run disk encryption.", "Any new laptop has to encrypt disks.")
+    assert "polarity" not in kinds(result)
+
+
+def test_a_framing_verb_one_text_adds_is_a_restatement(comparator: Comparator) -> None:
+    result = comparator.compare("Mute the alarm chime", "Mute the alarm chime when it rings")
+    assert result.same, result.reason
+
+
+def test_a_modifier_one_text_adds_is_a_change(comparator: Comparator) -> None:
+    result = comparator.compare("Mute the alarm chime", "Mute the backup alarm chime")
+    assert not result.same and "qualifier" in kinds(result)
+
+
+def test_a_subject_noun_one_statement_adds_is_a_change(comparator: Comparator) -> None:
+    result = comparator.compare("Invoice data is archived in Dublin.", "Invoice data exports are archived in Dublin.")
+    assert not result.same

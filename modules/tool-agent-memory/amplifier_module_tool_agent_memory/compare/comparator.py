@@ -43,7 +43,7 @@ from typing import Literal
 
 from ..embeddings import Embedder
 from .extract import Item, Reading, Slot, read, stem
-from .lexicon import DEGREE_WORDS, FUNCTION_WORDS
+from .lexicon import BOUNDS, DETERMINERS, FUNCTION_VERBS, FUNCTION_WORDS, NUMBER_WORDS, PLACE_BOUNDS
 from .types import Comparison, Difference, Verdict
 from .wordnet import Relation, WordNet, default_wordnet
 
@@ -73,6 +73,9 @@ class CompareSettings:
     """A loose rewording without any value is judged by the cosine only when it shares this many words."""
     rewording_cosine: float = 0.8
     """Whole-text cosine from which a loose rewording (not aligned) with the same values is decided SAME."""
+    framing_words: int = 1
+    """Up to this many words one text adds that frame rather than restrict what both say are accounted for
+    softly (see ``Comparator._settle_framing``); 0 counts every added word as a difference."""
     subset_cosine: float | None = None
     """When set, a second text that only leaves out words of the first (adds none, changes no value,
     role or polarity, leaves out at most a third of the first's words) is SAME from this whole-text
@@ -128,7 +131,8 @@ def _abbreviation(short: str, long_: str) -> bool:
 
 
 def _surface(item: Item) -> str:
-    return item.text.lower()
+    """The word as WordNet and the spelling checks see it: lower case, without a possessive ("mother's")."""
+    return item.text.lower().removesuffix("'s")
 
 
 class Comparator:
@@ -188,7 +192,7 @@ class Comparator:
         diffs += opposites
         diffs += self._polarity(ra, rb, side_a, side_b)
         diffs += self._particle_polarity(ra, rb)
-        diffs += _degree_differences(ra, rb)
+        diffs += _bound_differences(ra, rb, side_a, side_b)
         diffs += self._role_differences(ra, rb)
         diffs += _swapped_around_target(ra, rb)
         s = self.settings
@@ -203,6 +207,11 @@ class Comparator:
         if diffs:
             return Comparison(Verdict.CHANGED, tuple(diffs + word_diffs), cosine, True,
                               "; ".join(d.describe() for d in diffs[:3]))
+        if word_diffs and s.framing_words and cosine >= s.same_cosine:
+            framed = self._framed(side_a, side_b)
+            if framed:
+                return Comparison(Verdict.SAME, (), cosine, True,
+                                  f"same values; {framed} frames what both say (cosine {cosine:.2f})")
         # A request may leave out some context, not most of what the stored text says (a third at most).
         if word_diffs and s.subset_cosine is not None and cosine >= s.subset_cosine and all(
             d.new is None for d in word_diffs
@@ -250,7 +259,7 @@ class Comparator:
         # Exact values first (numbers also need compatible units).
         for sa in list(left_a):
             for sb in left_b:
-                if sa.kind == sb.kind and sa.key == sb.key:
+                if sa.kind == sb.kind and (sa.key == sb.key or _less_specific(sa, sb) or _less_specific(sb, sa)):
                     unit_diff = self._unit_difference(sa, sb)
                     if unit_diff is not None:
                         out.append(unit_diff)
@@ -338,7 +347,9 @@ class Comparator:
                 side.repeats.add(k)
                 continue
             if item.pos in spelled or any(
-                item.stem == u or _abbreviation(u, _surface(item)) or _abbreviation(u, item.stem) for u in units
+                item.stem == u or _surface(item).startswith(u) or _abbreviation(u, _surface(item))
+                or _abbreviation(u, item.stem)
+                for u in units
             ) or self._lexical(
                 item, other_stems, other_surfaces, compounds, acronyms, surfaces_by_initial, novel_by_initial
             ):
@@ -388,35 +399,36 @@ class Comparator:
                   if k not in side_a.matched and it.kind == "word"]
         left_b = [(k, _surface(it)) for k, it in enumerate(side_b.reading.items)
                   if k not in side_b.matched and it.kind == "word"]
-        same: list[tuple[int, int]] = []
+        synonyms: list[tuple[int, int]] = []
         opposite: list[tuple[int, int]] = []
+        actions: list[tuple[int, int]] = []
         for ka, xa in left_a:
             for kb, xb in left_b:
                 relation = relation_of(xa, xb)
                 if relation is Relation.ANTONYM:
                     opposite.append((ka, kb))
-                elif relation is Relation.SYNONYM or (relation is Relation.ACTION and self.settings.action_same):
-                    same.append((ka, kb))
+                elif relation is Relation.SYNONYM:
+                    synonyms.append((ka, kb))
+                elif relation is Relation.ACTION and self.settings.action_same:
+                    actions.append((ka, kb))
         used_a: set[int] = set()
         used_b: set[int] = set()
         out: list[Difference] = []
-        for ka, kb in opposite:
-            if ka in used_a or kb in used_b:
-                continue
-            used_a.add(ka)
-            used_b.add(kb)
-            side_a.matched.add(ka)
-            side_b.matched.add(kb)
-            out.append(Difference("polarity", side_a.reading.items[ka].text, side_b.reading.items[kb].text))
-        for ka, kb in same:
-            if ka in used_a or kb in used_b:
-                continue
-            used_a.add(ka)
-            used_b.add(kb)
-            side_a.matched.add(ka)
-            side_a.soft.add(ka)
-            side_b.matched.add(kb)
-            side_b.soft.add(kb)
+        # A word that has its synonym in the other text is accounted for by it, and is not also the opposite of
+        # another of its words ("Fix the broken link" / "the link is dead, please repair it": fix = repair).
+        for pairs, polarity in ((synonyms, False), (opposite, True), (actions, False)):
+            for ka, kb in pairs:
+                if ka in used_a or kb in used_b:
+                    continue
+                used_a.add(ka)
+                used_b.add(kb)
+                side_a.matched.add(ka)
+                side_b.matched.add(kb)
+                if polarity:
+                    out.append(Difference("polarity", side_a.reading.items[ka].text, side_b.reading.items[kb].text))
+                else:
+                    side_a.soft.add(ka)
+                    side_b.soft.add(kb)
         return out
 
     def _particle_polarity(self, ra: Reading, rb: Reading) -> list[Difference]:
@@ -424,8 +436,9 @@ class Comparator:
         "turn off", "scroll up" / "scroll down", "log in" / "log out"): a polarity change."""
         if self.lexicon is None:
             return []
-        words_a = Counter(t for t in ra.tokens if t in FUNCTION_WORDS)
-        words_b = Counter(t for t in rb.tokens if t in FUNCTION_WORDS)
+        # Determiners and quantifiers ("all" / "any" new services) are not particles of a verb.
+        words_a = Counter(t for t in ra.tokens if t in FUNCTION_WORDS and t not in DETERMINERS)
+        words_b = Counter(t for t in rb.tokens if t in FUNCTION_WORDS and t not in DETERMINERS)
         only_a, only_b = words_a - words_b, words_b - words_a
         out: list[Difference] = []
         for x in only_a:
@@ -527,6 +540,57 @@ class Comparator:
         for y in only_b[len(only_a) :]:
             out.append(Difference("qualifier", None, y.text))
         return out
+
+    def _framed(self, side_a: _Side, side_b: _Side) -> str:
+        """The words one text adds that only frame what both texts say (see ``_framing``), when they are all
+        that differs ("" otherwise)."""
+        for side, other in ((side_a, side_b), (side_b, side_a)):
+            if all(k in other.matched for k in range(len(other.reading.items))):
+                words = self._framing(side)
+                if words:
+                    return ", ".join(words)
+        return ""
+
+    def _framing(self, side: _Side) -> list[str]:
+        """The words only ``side`` has (the other text has none left over) when they frame rather than restrict
+        what both say: a verb ("how fast the player *walks*"), a head noun ("*days*" in "my work-from-home days"),
+        a predicative adjective ("7 years *old*"); [] when any of them restricts. The caller also requires the
+        whole-text cosine to reach ``same_cosine``. A word that restricts stays a difference: an adverb ("only",
+        "locally"), a modifier right before a content word ("*hover* background", "*eval* batch size"), a negated
+        word ("without a *reply*"), a name, a word WordNet does not know (a specific term: "k8s", "int8"), a noun
+        or adjective of a statement's subject."""
+        if self.lexicon is None:
+            return []
+        reading = side.reading
+        starts = {item.pos for item in reading.items}
+        left = [reading.items[k] for k in range(len(reading.items)) if k not in side.matched]
+        if not left or len(left) > self.settings.framing_words:
+            return []
+        predicate = self._predicate_start(reading)
+        for item in left:
+            if item.kind != "word" or item.name or item.stem in reading.negated or item.pos + 1 in starts:
+                return []
+            # A word of a statement's subject says what the statement is about ("EU customer data *backups* are
+            # stored in Frankfurt"): never a framing word.
+            if item.pos < predicate or self.lexicon.main_pos(_surface(item)) in (None, "r"):
+                return []
+        return [item.text for item in left]
+
+    def _predicate_start(self, reading: Reading) -> int:
+        """The token position where a statement's predicate starts: its first auxiliary, modal or light verb, else
+        its first word WordNet mostly knows as a verb ("Invoice data exports *are*...", "My lease *renews*...").
+        What comes before is the subject; a request (its first word a verb) starts with its predicate."""
+        assert self.lexicon is not None
+        tokens = reading.tokens
+        opening = next((t for t in tokens if t not in ("please", "pls", "plz", "kindly")), "")
+        if opening in FUNCTION_VERBS or (not opening.startswith("<") and self.lexicon.main_pos(opening) == "v"):
+            return 0  # a request: "Stop the sprinkler system whenever it is raining"
+        first = next((k for k, token in enumerate(tokens) if token in FUNCTION_VERBS), None)
+        if first is not None:
+            return first
+        lexicon = self.lexicon
+        return next((k for k, token in enumerate(tokens) if not token.startswith("<") and token not in FUNCTION_WORDS
+                     and lexicon.main_pos(token) == "v"), len(tokens))
 
     @staticmethod
     def _share(side_a: _Side, side_b: _Side) -> float:
@@ -647,6 +711,28 @@ def _show(slot: Slot) -> str:
     return text
 
 
+_AM_PM = re.compile(r"(?i)[ap]\.?m\.?")
+_LEADING_COUNT = re.compile(r"\s*([\d.]+|[a-z]+)")
+
+
+def _less_specific(vague: Slot, precise: Slot) -> bool:
+    """``vague`` says ``precise`` with less detail: a time without am/pm ("6:30" / "6:30 pm"), or a bare count
+    that is a duration's ("Leo is seven" / "7 years old"; "it's 15 right now" / "15 minutes")."""
+    if vague.kind == "time":
+        if _AM_PM.search(vague.text) or not _AM_PM.search(precise.text):
+            return False
+        hour, minute = (int(x) for x in vague.key.split(":"))
+        return f"{(hour + 12) % 24:02d}:{minute:02d}" == precise.key or vague.key == precise.key
+    if vague.kind != "number" or vague.measure or vague.rate or not precise.key.endswith("s"):
+        return False
+    m = _LEADING_COUNT.match(precise.text.lower())
+    if m is None:
+        return False
+    count = m.group(1)
+    value = str(int(NUMBER_WORDS[count])) if count in NUMBER_WORDS else count
+    return value == vague.key
+
+
 def _comparable(sa: Slot, sb: Slot) -> bool:
     if sa.kind == sb.kind:
         return True
@@ -665,12 +751,45 @@ def _value_difference(sa: Slot, sb: Slot) -> Difference:
     return Difference(kind, _show(sa), _show(sb))
 
 
-def _degree_differences(ra: Reading, rb: Reading) -> list[Difference]:
-    """A quantifier or comparative of degree ("more", "fewer", "over"...) that one text has and the other
-    lacks: the two qualify their values differently ("more than 1000" / "less than 1000")."""
-    only_a = Counter(t for t in ra.tokens if t in DEGREE_WORDS)
-    only_b = Counter(t for t in rb.tokens if t in DEGREE_WORDS)
-    gone, added = sorted((only_a - only_b).elements()), sorted((only_b - only_a).elements())
-    if not gone and not added:
+_SIGN_BOUND = re.compile(r"(?<![-=<>])(>=|<=|\u2265|\u2264|>|<)(?![-=<>])\s*(?=[\w.]*\d)|\d(\+)(?![\w+])")
+
+
+def _bounds(reading: Reading) -> tuple[frozenset[str], frozenset[int]]:
+    """How ``reading`` bounds its values ("above" / "below", see ``lexicon.BOUNDS``) and the token positions of
+    the words saying so."""
+    tokens = reading.tokens
+    found: set[str] = set()
+    at: set[int] = set()
+    k = 0
+    while k < len(tokens):
+        for length in (3, 2, 1):
+            phrase = tuple(tokens[k : k + length])
+            bound = BOUNDS.get(phrase) if len(phrase) == length else None
+            if bound is None and length == 1 and tokens[k] in PLACE_BOUNDS and any(
+                t.startswith("<number:") for t in tokens[k + 1 : k + 3]
+            ):
+                bound = PLACE_BOUNDS[tokens[k]]
+            if bound is not None:
+                found.update(("above", "below") if bound == "between" else (bound,))
+                at.update(range(k, k + length))
+                k += length - 1
+                break
+        k += 1
+    for m in _SIGN_BOUND.finditer(reading.text):
+        found.add(BOUNDS[(m.group(1),)] if m.group(1) else "above")  # "7+": 7 or more
+    return frozenset(found), frozenset(at)
+
+
+def _bound_differences(ra: Reading, rb: Reading, side_a: _Side, side_b: _Side) -> list[Difference]:
+    """Values bounded in opposite ways ("more than 1000" / "less than 1000", "at least 2" / "at most 2"): a
+    qualifier change. A bound one text states and the other leaves implicit ("allow up to 20 requests a minute" /
+    "a rate limit of 20 requests per minute") is no difference, and the words saying the same bound in other words
+    ("max 3 bullets" / "3 bullets at most") are accounted for."""
+    bounds_a, at_a = _bounds(ra)
+    bounds_b, at_b = _bounds(rb)
+    if bounds_a & bounds_b:
+        for side, at in ((side_a, at_a), (side_b, at_b)):
+            side.matched.update(k for k, item in enumerate(side.reading.items) if item.pos in at)
+    if not (bounds_a - bounds_b) or not (bounds_b - bounds_a):
         return []
-    return [Difference("qualifier", " ".join(gone) or None, " ".join(added) or None)]
+    return [Difference("qualifier", " / ".join(sorted(bounds_a)), " / ".join(sorted(bounds_b)))]

@@ -115,12 +115,13 @@ _TIME = r"(?P<time>\b\d{1,2}:\d{2}(?::\d{2})?(?:\s*(?i:am|pm|a\.m\.|p\.m\.))?(?!
 _PATH = (
     r"(?P<path>(?<![\w/])(?:~|\.{1,2})?/[A-Za-z_:.{<\[][\w.:@%+{}<>\[\]-]*(?:/[\w.:@%+{}<>\[\]-]+)*/?"
     r"|\b[\w.-]+(?:/[\w.-]+)+\.[A-Za-z][A-Za-z0-9]{0,5}\b"
-    r"|\b[A-Za-z0-9_-]*[A-Za-z_-][A-Za-z0-9_-]*\.(?:[a-z][a-z0-9]{0,3}|[A-Z][A-Z0-9]{0,3})\b(?!\.\w))"
+    r"|\b(?![A-Za-z]\.[A-Za-z]\b)[A-Za-z0-9_-]*[A-Za-z_-][A-Za-z0-9_-]*\.(?:[a-z][a-z0-9]{0,3}|[A-Z][A-Z0-9]{0,3})\b"
+    r"(?!\.\w))"
 )
 _VERSION = r"(?P<version>\b[vV]\d+(?:\.\d+)*\b|\b\d+\.\d+\.\d+(?:[.-][\w]+)*\b)"
 _RATIO = r"(?P<ratio>\b\d+(?:\.\d+)?/\d+(?:\.\d+)?\b(?!/))"
 _NUMBER = (
-    r"(?P<number>(?:(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?|(?<=\.\.)\d+(?:\.\d+)?)"
+    r"(?P<number>(?:(?<![\w.])[-+]?\d(?:[\d,]*\d)?(?:\.\d+)?(?:[eE][-+]?\d+)?|(?<=\.\.)\d+(?:\.\d+)?)"
     r"(?P<suffix>%|[A-Za-z]{1,3}\b)?(?:/(?P<per>[A-Za-z]{1,8})\b)?)"
 )
 _IDENT = (
@@ -271,7 +272,7 @@ def read(text: str) -> Reading:
                 i = num.end
             elif low in MULTIPLIERS:
                 add_slot("number", f"x{MULTIPLIERS[low]}", raw)
-            elif low in ORDINALS and not (low == "second" and _after_number(tokens)):
+            elif low in ORDINALS and not (low == "second" and _after_number(tokens)) and _ordinal_modifies(matches, i):
                 add_slot("number", f"#{ORDINALS[low]}", raw)
             elif low in COLOURS:
                 add_slot("colour", low, raw)
@@ -311,7 +312,20 @@ def _is_determiner_one(low: str, matches: list[re.Match[str]], i: int) -> bool:
     if low != "one":
         return False
     nxt = matches[i + 1].group(0).lower() if i + 1 < len(matches) else ""
-    return nxt in ("of", "")
+    return nxt in ("of", "") or nxt in _PRONOUNS
+
+
+_PRONOUNS = frozenset(["i", "you", "he", "she", "we", "they", "it", "that", "which", "who"])
+"""Words that start a clause after a pronoun "one" ("pick one I can walk to", "the one that failed")."""
+
+
+def _ordinal_modifies(matches: list[re.Match[str]], i: int) -> bool:
+    """An ordinal word counts ("the first of the month", "every second Friday", "on first launch") when a word or
+    value follows it in the same phrase; alone or before punctuation it is an adverb ("confirm in a dialog first")."""
+    if i + 1 >= len(matches) or matches[i].string[matches[i].end() : matches[i + 1].start()].strip():
+        return False
+    nxt = matches[i + 1]
+    return nxt.lastgroup != "word" or nxt.group(0).lower() == "of" or nxt.group(0).lower() not in FUNCTION_WORDS
 
 
 def _after_number(tokens: list[str]) -> bool:

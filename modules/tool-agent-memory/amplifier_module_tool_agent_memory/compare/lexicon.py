@@ -4,20 +4,23 @@ Function words (articles, pronouns, prepositions, auxiliaries, request framing),
 number words, ordinals, time units, months and weekdays, basic colour terms and the
 markers of the roles ``from -> to``. These are closed classes of the language (or, for
 time units and colours, standard units and the Berlin-Kay basic colour terms); the
-comparison's knowledge of open-class words comes from a stemmer and a word-embedding model.
+comparison's knowledge of open-class words comes from a stemmer and WordNet (see ``wordnet.py``).
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "BOUNDS",
     "COLOURS",
-    "DEGREE_WORDS",
+    "DETERMINERS",
+    "FUNCTION_VERBS",
     "FUNCTION_WORDS",
     "MONTHS",
     "MULTIPLIERS",
     "NEGATORS",
     "NUMBER_WORDS",
     "ORDINALS",
+    "PLACE_BOUNDS",
     "PRIVATIVE_VERBS",
     "TARGET_BEFORE",
     "TIME_UNITS",
@@ -53,10 +56,45 @@ FUNCTION_WORDS = _words(
 )
 """Closed-class words and light verbs ("make", "set", "get", "let"...) that frame a request."""
 
-DEGREE_WORDS = FUNCTION_WORDS & _words("most more less least few fewer many much several over under")
-"""The quantifiers and comparatives of degree among the function words: dropped when words are matched,
-yet "more than 5" and "fewer than 5" say different things, so one text having such a word that the
-other lacks is a difference of qualifier."""
+BOUNDS: dict[tuple[str, ...], str] = {
+    **{phrase: "above" for phrase in (
+        ("more", "than"), ("greater", "than"), ("higher", "than"), ("larger", "than"), ("bigger", "than"),
+        ("longer", "than"), ("later", "than"), ("newer", "than"), ("at", "least"), ("no", "less", "than"),
+        ("no", "fewer", "than"), ("or", "more"), ("or", "higher"), ("or", "greater"), ("or", "above"),
+        ("or", "later"), ("or", "newer"), ("or", "longer"), ("minimum",), ("min",), (">",), (">=",), ("\u2265",),
+    )},
+    **{phrase: "below" for phrase in (
+        ("less", "than"), ("fewer", "than"), ("lower", "than"), ("smaller", "than"), ("shorter", "than"),
+        ("earlier", "than"), ("older", "than"), ("at", "most"), ("no", "more", "than"), ("up", "to"),
+        ("or", "less"), ("or", "fewer"), ("or", "lower"), ("or", "below"), ("or", "earlier"), ("or", "older"),
+        ("or", "shorter"), ("maximum",), ("max",), ("<",), ("<=",), ("\u2264",),
+    )},
+    ("between",): "between",
+}
+"""How English bounds a value: the comparative and superlative phrases of degree and the relational signs, each
+saying the value is a lower bound ("at least 24", "Redis 7 or newer", "minimum SDK 24", ">= 7") or an upper
+bound ("at most 25 MB", "max 3 bullets", "up to 20"); "between" bounds both ways ("between 2 and 10" / "min 2,
+max 10"). Two texts bounding their values differently ("more than
+1000" / "less than 1000", "at most 3" / "3") say different things; the same bound in other words ("max 3" /
+"3 at most") is no difference."""
+
+PLACE_BOUNDS: dict[str, str] = {"over": "above", "above": "above", "under": "below", "below": "below"}
+"""Prepositions of place that bound a value when a number follows them ("over 1000", "under 768px"), and
+are places otherwise ("a health bar over every enemy", "tea over coffee")."""
+
+FUNCTION_VERBS = FUNCTION_WORDS & _words(
+    """
+    is are was were be been being am do does did done doing have has had having
+    will would shall should can could may might must need needs ought
+    use uses used using change changes changed changing let lets make makes made making
+    create creates created creating get gets got getting go goes going went gone
+    put puts putting set sets setting take takes took taken taking give gives gave given giving
+    """
+)
+"""The auxiliaries, modals and light verbs among the function words: where a statement's subject ends."""
+
+DETERMINERS = _words("a an the this that these those all any each every some both either neither no another other")
+"""Articles, demonstratives and quantifying determiners: they pick out the thing, they are not particles."""
 
 NEGATORS = _words("not no never without nor none nothing nobody neither cannot can't don't doesn't "
                   "isn't aren't wasn't weren't won't shouldn't mustn't didn't hasn't haven't n't")
@@ -78,12 +116,14 @@ NUMBER_WORDS: dict[str, float] = {
     "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
     "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
     "hundred": 100, "thousand": 1000, "million": 1_000_000, "billion": 1_000_000_000, "dozen": 12,
-    "half": 0.5,
 }
 """Cardinal number words (compounds such as "twenty-five" are summed by the extractor)."""
 
-MULTIPLIERS: dict[str, int] = {"twice": 2, "thrice": 3}
-"""Adverbs that are a factor, like "2x"."""
+MULTIPLIERS: dict[str, str] = {
+    "twice": "2", "thrice": "3", "double": "2", "doubled": "2", "doubles": "2", "triple": "3", "tripled": "3",
+    "triples": "3", "quadruple": "4", "half": "0.5", "halve": "0.5", "halved": "0.5", "halves": "0.5",
+}
+"""Words that are a factor, like "2x": "twice as high", "double the damage", "halve the rate" / "by half"."""
 
 ORDINALS: dict[str, int] = {
     "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
