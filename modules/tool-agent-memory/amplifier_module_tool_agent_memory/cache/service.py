@@ -26,7 +26,6 @@ from ..compare import Comparator, Comparison
 from ..config import CacheConfig
 from ..embeddings.providers import Embedder
 from ..errors import InvalidInput, NotFound
-from ..memory.service import is_one_change
 from ..redaction import redact_fields
 from ..store.contract import DENSE, Collection, CollectionSpec, IndexSpec, iso
 from ..tokens import count_tokens
@@ -40,6 +39,7 @@ from .models import (
     CacheWriteInput,
 )
 from .pack import FAR_FUTURE, build_pack, finish
+from .replace import judge
 from .state import CachedPack, ScopeState
 from .summarise import Summariser, extractive_lines, render_summary
 
@@ -410,16 +410,16 @@ class CacheService:
         """("same" | "changed", the live item, the comparison) for the nearest live items of ``kind``; None: new.
 
         Live items at least ``dedup_threshold`` similar are compared, nearest first; the first
-        decided restatement or change answers (the comparison decides; the cosine bounds the work).
+        restatement or change answers (``replace.judge`` decides from the comparison and where the
+        texts differ; the cosine bounds the work).
         """
         for item, similarity in self._nearest_same_kind(st, vec, kind, now):
             if similarity < self.config.dedup_threshold:
                 break
             comparison = self.comparator.compare(item.content, content, vectors=(st.vecs[item.id].tolist(), vec))
-            if comparison.same and similarity >= MERGE_COSINE:
-                return "same", item, comparison
-            if is_one_change(comparison, item.content, content):
-                return "changed", item, comparison
+            verdict = judge(comparison, item.content, content, MERGE_COSINE)
+            if verdict is not None:
+                return verdict, item, comparison
         return None
 
     def write(self, inp: CacheWriteInput) -> dict[str, Any]:
