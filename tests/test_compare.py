@@ -282,3 +282,22 @@ def test_a_modifier_one_text_adds_is_a_change(comparator: Comparator) -> None:
 def test_a_subject_noun_one_statement_adds_is_a_change(comparator: Comparator) -> None:
     result = comparator.compare("Invoice data is archived in Dublin.", "Invoice data exports are archived in Dublin.")
     assert not result.same
+
+
+def test_a_negated_opposite_is_the_same_polarity(comparator: Comparator) -> None:
+    result = comparator.compare(
+        "Make the phone number mandatory at checkout", "At checkout the phone number is no longer optional"
+    )
+    assert "polarity" not in kinds(result)
+
+
+def test_a_privative_verb_before_a_code_name_reverses_the_request(comparator: Comparator) -> None:
+    result = comparator.compare(
+        "Add the last_login column to the accounts table", "Drop the last_login column from the accounts table"
+    )
+    assert "polarity" in kinds(result)
+
+
+def test_a_negated_synonym_is_a_polarity_change(comparator: Comparator) -> None:
+    result = comparator.compare("Omar likes the weekly digest by text.", "Omar no longer wants the weekly digest.")
+    assert result.verdict is Verdict.CHANGED and "polarity" in kinds(result)

@@ -405,12 +405,19 @@ class Comparator:
         for ka, xa in left_a:
             for kb, xb in left_b:
                 relation = relation_of(xa, xb)
-                if relation is Relation.ANTONYM:
+                if relation not in (Relation.ANTONYM, Relation.SYNONYM, Relation.ACTION) or (
+                    relation is Relation.ACTION and not self.settings.action_same
+                ):
+                    continue
+                # One of the two negated turns opposites into the same ("no longer optional" / "required") and
+                # synonyms into opposites ("likes" / "no longer wants").
+                negated = (side_a.reading.items[ka].stem in side_a.reading.negated) != (
+                    side_b.reading.items[kb].stem in side_b.reading.negated
+                )
+                if (relation is Relation.ANTONYM) != negated:
                     opposite.append((ka, kb))
-                elif relation is Relation.SYNONYM:
-                    synonyms.append((ka, kb))
-                elif relation is Relation.ACTION and self.settings.action_same:
-                    actions.append((ka, kb))
+                else:
+                    (actions if relation is Relation.ACTION else synonyms).append((ka, kb))
         used_a: set[int] = set()
         used_b: set[int] = set()
         out: list[Difference] = []

@@ -262,6 +262,8 @@ def read(text: str) -> Reading:
                 tokens.extend(("rather", "than"))
             elif low.endswith("n't") or low in NEGATORS:
                 tokens.append("not")
+            elif low == "longer" and i > 0 and matches[i - 1].group(0).lower() == "no":
+                pass  # "no longer optional": the negation applies to what follows
             elif low in ("a", "an") and _next_word(matches, i) in TIME_UNITS and len(_next_word(matches, i)) > 1:
                 unit = _next_word(matches, i)
                 add_slot("number", _seconds("1", TIME_UNITS[unit]), text[m.start() : matches[i + 1].end()])
@@ -297,7 +299,7 @@ def read(text: str) -> Reading:
         items=tuple(items),
         tokens=tuple(tokens),
         negations=_negation_count(tokens),
-        negated=_negated(tokens),
+        negated=_negated(tokens, {item.pos: item.stem for item in items if item.kind == "identifier"}),
         roles=_roles(tokens),
     )
 
@@ -470,15 +472,16 @@ def _negation_count(tokens: list[str]) -> int:
     )
 
 
-def _negated(tokens: list[str]) -> frozenset[str]:
-    """The item each negator applies to: the next content token within three tokens ("not be enabled")."""
+def _negated(tokens: list[str], identifiers: dict[int, str]) -> frozenset[str]:
+    """The item each negator applies to: the next content token within three tokens ("not be enabled"), keyed
+    like the items (an identifier by its joined parts: ``identifiers`` maps its position to that key)."""
     out: set[str] = set()
     for k, t in enumerate(tokens):
         if t != "not" and not (t in PRIVATIVE_VERBS and _main_verb_position(tokens, k)):
             continue
         for j in range(k + 1, min(len(tokens), k + 4)):
             if _is_content(tokens[j]):
-                out.add(_key(tokens[j]))
+                out.add(identifiers.get(j) or _key(tokens[j]))
                 break
     return frozenset(out)
 
