@@ -48,6 +48,7 @@ _OBJECT_STARTERS = _closed("me us him her them it you the a an my our your his t
 """What follows a verb at the start of an imperative ("Remind me", "Set the"), besides names and values."""
 
 _DETERMINERS = _closed("the a an my our your his her their its this that these those")
+"""Articles, possessive and demonstrative determiners: the word after one belongs to a noun phrase."""
 _DEFINITE = _closed("the my our your his her their its")
 """Determiners of a definite description ("the on-call lead", "my dentist")."""
 
@@ -55,6 +56,7 @@ _PREPOSITIONS = _closed(
     "of to in on at by for from with within without via into onto about per across around through toward "
     "towards upon over under"
 )
+"""Prepositions: the word after one is in a noun phrase, and a text opening with one opens with an adverbial."""
 
 _IMPERATIVE_OPENERS = _closed("please pls plz kindly just always never not do also")
 """Words an imperative may start with before its verb ("Please remind me", "Don't schedule")."""
@@ -101,32 +103,37 @@ def _is_imperative(tokens: tuple[str, ...], reading: Reading, wordnet: WordNet |
 def _subject_end(tokens: tuple[str, ...], wordnet: WordNet | None) -> int | None:
     """The position of the main verb (or auxiliary) that ends the subject; None when none is found."""
     first_aux = next((k for k, t in enumerate(tokens) if k > 0 and t in AUXILIARIES), len(tokens))
+    # An opening adverbial ("For work trips I prefer ...", "On Mondays we ...") runs to a subject pronoun.
+    adverbial = bool(tokens) and tokens[0] in _PREPOSITIONS
     for k, t in enumerate(tokens[:first_aux]):
         if t.endswith(_CONTRACTED_AUXILIARY):
             return k + 1
         if t in _NOMINATIVE:
             return k + 1 if k + 1 < len(tokens) else None
-    if wordnet is not None:
-        for k in range(1, first_aux):
-            t = tokens[k]
-            if not _is_word(t) or t in _DETERMINERS or t in _PREPOSITIONS:
-                continue
-            prev = tokens[k - 1]
-            nxt = tokens[k + 1] if k + 1 < len(tokens) else ""
-            if prev in _DETERMINERS or prev in _PREPOSITIONS or nxt in AUXILIARIES:
-                continue  # a word right after a determiner, or right before an auxiliary, heads a noun phrase
-            verb, inflected = _verb_forms(wordnet, t)
-            if not verb or t.endswith("ing"):
-                continue  # a finite verb without an auxiliary is never a participle in -ing ("customer-facing")
-            # A base form is a verb after a plural noun ("Releases go out") unless an inflected verb follows
-            # ("the orders service runs"); otherwise only an inflected form is ("My dad lives", "The repo uses"),
-            # unless a word mostly used as a verb follows in its base form: then it is a plural noun ("Cron
-            # jobs run").
-            if inflected and not (t.endswith("s") and _base_verb(wordnet, nxt)):
-                return k
-            if not inflected and prev.endswith("s") and _is_word(prev) and not _verb_forms(wordnet, nxt)[1]:
-                return k
+        if not adverbial and wordnet is not None and k > 0 and _main_verb(tokens, k, wordnet):
+            return k
     return first_aux if first_aux < len(tokens) else None
+
+
+def _main_verb(tokens: tuple[str, ...], k: int, wordnet: WordNet) -> bool:
+    """The open-class word at ``k`` (not the first) is the finite verb of a clause without an auxiliary before it."""
+    t = tokens[k]
+    if not _is_word(t) or t in _DETERMINERS or t in _PREPOSITIONS:
+        return False
+    prev = tokens[k - 1]
+    nxt = tokens[k + 1] if k + 1 < len(tokens) else ""
+    if prev in _DETERMINERS or prev in _PREPOSITIONS or nxt in AUXILIARIES:
+        return False  # a word right after a determiner, or right before an auxiliary, heads a noun phrase
+    verb, inflected = _verb_forms(wordnet, t)
+    if not verb or t.endswith("ing"):
+        return False  # a finite verb without an auxiliary is never a participle in -ing ("customer-facing")
+    if inflected:
+        # "My dad lives", "The repo uses" - unless a word mostly used as a verb follows in its base form:
+        # then this is a plural noun ("Cron jobs run").
+        return not (t.endswith("s") and _base_verb(wordnet, nxt))
+    # A base form is a verb after a plural noun ("Releases go out") unless an inflected verb follows ("the
+    # orders service runs").
+    return prev.endswith("s") and _is_word(prev) and not _verb_forms(wordnet, nxt)[1]
 
 
 def _bare_name(reading: Reading, end: int) -> bool:
