@@ -301,3 +301,19 @@ def test_a_privative_verb_before_a_code_name_reverses_the_request(comparator: Co
 def test_a_negated_synonym_is_a_polarity_change(comparator: Comparator) -> None:
     result = comparator.compare("Omar likes the weekly digest by text.", "Omar no longer wants the weekly digest.")
     assert result.verdict is Verdict.CHANGED and "polarity" in kinds(result)
+
+
+def test_a_fraction_of_a_time_unit_is_a_duration(comparator: Comparator) -> None:
+    result = comparator.compare("The cache is flushed every 30 minutes.", "Every half an hour the cache is flushed.")
+    assert "number" not in kinds(result)
+
+
+def test_every_other_is_every_second(comparator: Comparator) -> None:
+    result = comparator.compare("Bins go out every other Tuesday.", "Bins go out every second Tuesday.")
+    assert "number" not in kinds(result)
+
+
+def test_a_pronoun_with_an_auxiliary_is_a_function_word() -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    assert [item.text for item in read("I'd say we're done").items] == ["say", "done"]

@@ -592,6 +592,8 @@ class Comparator:
         opening = next((t for t in tokens if t not in ("please", "pls", "plz", "kindly")), "")
         if opening in FUNCTION_VERBS or (not opening.startswith("<") and self.lexicon.main_pos(opening) == "v"):
             return 0  # a request: "Stop the sprinkler system whenever it is raining"
+        if opening in _SUBJECT_PRONOUNS:
+            return 1  # "I like to be called Sam": the pronoun is the whole subject
         first = next((k for k, token in enumerate(tokens) if token in FUNCTION_VERBS), None)
         if first is not None:
             return first
@@ -621,6 +623,8 @@ def _settle_repeats(side: _Side, other: _Side) -> None:
     if not other_left:
         side.matched |= side.repeats
 
+
+_SUBJECT_PRONOUNS = frozenset(["i", "we", "you", "he", "she", "they", "it"])
 
 _TARGET_MARKERS = ("to", "into", "->")
 

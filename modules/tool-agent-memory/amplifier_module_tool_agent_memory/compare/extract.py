@@ -18,6 +18,7 @@ from typing import Any
 
 from .lexicon import (
     COLOURS,
+    FRACTIONS,
     FUNCTION_WORDS,
     MONTHS,
     MULTIPLIERS,
@@ -264,6 +265,12 @@ def read(text: str) -> Reading:
                 tokens.append("not")
             elif low == "longer" and i > 0 and matches[i - 1].group(0).lower() == "no":
                 pass  # "no longer optional": the negation applies to what follows
+            elif low in FRACTIONS and (span := _fraction_of_unit(matches, i)) is not None:
+                # "a quarter of an hour", "half a day": a duration
+                add_slot("number", _seconds(str(FRACTIONS[low]), span[1]), text[m.start() : matches[span[0]].end()])
+                i = span[0]
+            elif low == "other" and i > 0 and matches[i - 1].group(0).lower() == "every":
+                add_slot("number", "#2", raw)  # "every other Friday" is every second one
             elif low in ("a", "an") and _next_word(matches, i) in TIME_UNITS and len(_next_word(matches, i)) > 1:
                 unit = _next_word(matches, i)
                 add_slot("number", _seconds("1", TIME_UNITS[unit]), text[m.start() : matches[i + 1].end()])
@@ -284,6 +291,9 @@ def read(text: str) -> Reading:
                 add_slot("date", f"month-{MONTHS[low]:02d}", raw)
             else:
                 base = low.removesuffix("'s")
+                head, _, clitic = low.partition("'")
+                if clitic in ("d", "m", "ve", "re", "ll") and head in FUNCTION_WORDS:
+                    base = head  # "I'd", "we're": a pronoun and an auxiliary
                 tokens.append(base)
                 # One letter is a word only when written as a capital (a key: "when P is pressed").
                 if base not in FUNCTION_WORDS and (len(base) > 1 or raw.isupper()):
@@ -307,6 +317,19 @@ def read(text: str) -> Reading:
 def _next_word(matches: list[re.Match[str]], i: int) -> str:
     nxt = matches[i + 1] if i + 1 < len(matches) else None
     return nxt.group(0).lower() if nxt is not None and nxt.lastgroup == "word" else ""
+
+
+def _fraction_of_unit(matches: list[re.Match[str]], i: int) -> tuple[int, float] | None:
+    """For a fraction word at ``i`` followed by [of] [a|an] and a time unit: (index of the unit, its seconds)."""
+    j = i + 1
+    for optional in ("of", "a|an"):
+        if j < len(matches) and matches[j].group(0).lower() in optional.split("|"):
+            j += 1
+    if j < len(matches) and j > i + 1 and matches[j].lastgroup == "word":
+        word = matches[j].group(0).lower()
+        if word in TIME_UNITS and len(word) > 1:
+            return j, TIME_UNITS[word]
+    return None
 
 
 def _is_determiner_one(low: str, matches: list[re.Match[str]], i: int) -> bool:

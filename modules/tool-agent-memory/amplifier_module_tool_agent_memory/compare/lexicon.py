@@ -13,6 +13,7 @@ __all__ = [
     "BOUNDS",
     "COLOURS",
     "DETERMINERS",
+    "FRACTIONS",
     "FUNCTION_VERBS",
     "FUNCTION_WORDS",
     "MONTHS",
@@ -124,6 +125,9 @@ MULTIPLIERS: dict[str, str] = {
     "triples": "3", "quadruple": "4", "half": "0.5", "halve": "0.5", "halved": "0.5", "halves": "0.5",
 }
 """Words that are a factor, like "2x": "twice as high", "double the damage", "halve the rate" / "by half"."""
+
+FRACTIONS: dict[str, float] = {"half": 0.5, "quarter": 0.25}
+"""Fraction words that make a duration of a time unit ("half an hour", "a quarter of an hour")."""
 
 ORDINALS: dict[str, int] = {
     "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
