@@ -9,7 +9,7 @@ is not a hit), recall (positives answered with the right plan), near-miss false 
 (negatives answered with any plan) and the share of ``candidate`` answers.
 
 Leave-one-domain-out (dev-multidomain): the comparison's parameters (``CompareSettings``:
-synonym, aligned, rewording/same cosine, subset cosine) are chosen on five domains from a
+verb hypernyms as the same action, aligned share, rewording/same cosine, subset cosine, framing words) are chosen on five domains from a
 small grid (highest recall with precision >= 0.97, else highest precision) and measured on
 the sixth; the six held-out results are summed. The grid re-judges the three nearest stored
 prompts of each request (cosines from the module's own embedder, as Qdrant computes them)
@@ -198,8 +198,11 @@ def leave_one_domain_out(lookups: list[Lookup], threshold: float) -> None:
     from amplifier_module_tool_agent_memory.compare import CompareSettings
 
     grid = [
-        CompareSettings(action_same=act, aligned=al, same_cosine=rc, rewording_cosine=rc, subset_cosine=sc)
-        for act, al, rc, sc in itertools.product((True, False), (0.5, 0.6, 0.7), (0.7, 0.8), (0.6, 0.7, None))
+        CompareSettings(action_same=act, aligned=al, same_cosine=rc, rewording_cosine=rc, subset_cosine=sc,
+                        framing_words=fw)
+        for act, al, rc, sc, fw in itertools.product(
+            (True, False), (0.5, 0.6, 0.7), (0.7, 0.8), (0.6, 0.7, None), (0, 1)
+        )
     ]
     # Every lookup's answer under every setting, once; the folds only add them up.
     answers = [[judge(lk) for lk in lookups] for judge in (rejudge(s, threshold) for s in grid)]
@@ -222,7 +225,8 @@ def leave_one_domain_out(lookups: list[Lookup], threshold: float) -> None:
         best = max(ok)[2] if ok else max((t.precision, t.recall, k) for t, k in scored)[2]
         result = score(best, test)
         s = grid[best]
-        chosen = f"act {'y' if s.action_same else 'n'} al {s.aligned} cos {s.rewording_cosine} sub {s.subset_cosine}"
+        chosen = (f"act {'y' if s.action_same else 'n'} al {s.aligned} cos {s.rewording_cosine} sub {s.subset_cosine}"
+                  f" fr {s.framing_words}")
         rows.append([*result.row(held), chosen])
         for name in ("hits", "right", "positives", "negatives", "false_hits", "candidates", "lookups"):
             setattr(total, name, getattr(total, name) + getattr(result, name))
