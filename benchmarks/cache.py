@@ -71,7 +71,7 @@ async def run(blocks: int) -> None:
         return out
 
     write_ms: list[float] = []
-    closed = merged = 0
+    closed = merged = replaced = 0
     items_written = 0
     text_iter = iter(texts)
     while closed < blocks:
@@ -84,6 +84,7 @@ async def run(blocks: int) -> None:
         write_ms.append(ms(started))
         items_written += 1
         merged += out["merged"]
+        replaced += "superseded" in out  # a distinct chat remark taken for a new value would hide the older
         closed += out["block_status"] == "closed"
     for _ in range(10):  # a partly filled open block, as in a live session
         await call("cache_write", {"kind": "fact", "content": next(text_iter)})
@@ -136,7 +137,8 @@ async def run(blocks: int) -> None:
         result = await tools["cache_get"].execute({"block_id": block_id})
         full_block_tokens += count_tokens(result.get_serialized_output())
 
-    print(f"cache benchmark: {blocks} closed blocks, {items_written} writes ({merged} merged), "
+    print(f"cache benchmark: {blocks} closed blocks, {items_written} writes ({merged} merged, "
+          f"{replaced} replaced an older item), "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     rows = [
         ("cache_write", len(write_ms), *p50_p95(write_ms), "<= 15"),

@@ -89,3 +89,13 @@ def test_a_shared_ending_is_not_a_new_value() -> None:
     # The value a statement gives comes last: the same ending after another object is another thing.
     assert not same_subject_new_value("I take my porridge with maple syrup.", "I take my pancakes with maple syrup.")
     assert same_subject_new_value("I take my porridge with maple syrup.", "I take my porridge plain.")
+
+
+async def test_two_chat_excerpts_with_one_speaker_are_both_kept(tools: dict[str, Any]) -> None:
+    # Several sentences state no single fact: their first subject and last words say nothing of one value.
+    first = "Ana: I went hiking with my sister on Saturday. The views were amazing. Ben: Wow!"
+    second = "Ana: I went hiking with my dog on Sunday. He loved the river. Ben: So cute!"
+    await _write(tools, first)
+    out = await _write(tools, second)
+    assert "superseded" not in out
+    assert sorted(await _pack_facts(tools)) == sorted([first, second])

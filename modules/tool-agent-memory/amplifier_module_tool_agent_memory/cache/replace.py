@@ -22,6 +22,7 @@ comes from ``compare.subject``.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Literal
 
@@ -30,7 +31,7 @@ from ..compare.extract import read, stem
 from ..compare.lexicon import FUNCTION_WORDS
 from ..memory.service import is_one_change
 
-__all__ = ["judge", "same_predicate_other_subject", "same_subject_new_value"]
+__all__ = ["judge", "one_statement", "same_predicate_other_subject", "same_subject_new_value"]
 
 DETERMINERS = frozenset(
     ["a", "an", "the", "this", "that", "these", "those", "my", "your", "his", "her", "its", "our", "their"]
@@ -79,8 +80,21 @@ def same_predicate_other_subject(older: str, newer: str) -> bool:
     return a is not None and b is not None and a[0] != b[0] and a[1] == b[1]
 
 
+_SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+\S")
+
+
+def one_statement(text: str) -> bool:
+    """``text`` is one sentence: a subject and an ending are those of the whole text, not of one of its
+    sentences (a chat excerpt of several remarks states no single fact). An abbreviation's full stop
+    ("Dr. Patel") reads as a sentence end, which only keeps such a text out of the replacement rule."""
+    return _SENTENCE_END.search(text.strip()) is None
+
+
 def same_subject_new_value(older: str, newer: str) -> bool:
-    """The texts have the same subject and end with different words: another value of the same thing."""
+    """Both texts are one statement, with the same subject and different last words: another value of the
+    same thing."""
+    if not (one_statement(older) and one_statement(newer)):
+        return False
     a, b = _parts(older), _parts(newer)
     if a is None or b is None or a[0] != b[0] or not a[2] or not b[2]:
         return False
