@@ -76,6 +76,8 @@ def _find_line(buf: mmap.mmap, key: bytes) -> bytes | None:
     before every character of a lemma or offset, so this orders lines as their first fields do (the licence
     header, whose lines start with spaces, sorts first).
     """
+    if not key:
+        return None  # the probe would be one space, which starts every licence header line
     probe = key + b" "
     width = len(probe)
     lo, hi = 0, len(buf)
