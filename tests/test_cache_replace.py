@@ -99,3 +99,10 @@ async def test_two_chat_excerpts_with_one_speaker_are_both_kept(tools: dict[str,
     out = await _write(tools, second)
     assert "superseded" not in out
     assert sorted(await _pack_facts(tools)) == sorted([first, second])
+
+
+async def test_writing_a_short_question_twice_merges_it(tools: dict[str, Any]) -> None:
+    # The merge guard reads both texts' subjects; this text once made the WordNet lookup past its last word fail.
+    first = await _write(tools, "Anything that stands out?")
+    again = await _write(tools, "Anything that stands out?")
+    assert again["merged"] is True and again["item_id"] == first["item_id"]
