@@ -9,9 +9,9 @@ is not a hit), recall (positives answered with the right plan), near-miss false 
 (negatives answered with any plan) and the share of ``candidate`` answers.
 
 Leave-one-domain-out (dev-multidomain): the comparison's parameters (``CompareSettings``:
-verb hypernyms as the same action, aligned share, rewording/same cosine, subset cosine, framing words) are chosen on five domains from a
-small grid (highest recall with precision >= 0.97, else highest precision) and measured on
-the sixth; the six held-out results are summed. The grid re-judges the three nearest stored
+verb hypernyms as the same action, aligned share, rewording/same cosine, subset cosine, framing words)
+are chosen on five domains from a small grid (highest recall with precision >= 0.97, else highest
+precision) and measured on the sixth; the six held-out results are summed. The grid re-judges the three nearest stored
 prompts of each request (cosines from the module's own embedder, as Qdrant computes them)
 with ``Comparator.judge`` and applies plan_lookup's rule to them, so it needs no new store
 per setting. Skips cleanly when the data folder is missing. ``--verbose`` lists wrong hits
