@@ -12,7 +12,10 @@ pairs; see that folder's README) and drives the real tools on the embedded defau
     ranked below it;
   * distinct pair, both findable: ``b`` was stored as its own memory (not merged into ``a``)
     and a search for each text finds that memory in its top 5;
-  * restatement merged: storing ``b`` answered the id of ``a`` (no second memory).
+  * restatement merged: storing ``b`` answered the id of ``a`` (no second memory);
+  * cross-fact linked (diagnostic): after both passes, one of the case's memories is linked
+    (``supersedes`` / ``superseded_by`` in ``memory_get``) to a memory of ANOTHER case, i.e. two
+    unrelated facts chained as an update ('wrongly linked' only looks inside a distinct pair).
 - working-memory cache: each case in its own scope, ``cache_write(old)`` then
   ``cache_write(new)`` (a memory kind ``preference`` is written as a cache ``fact``), then a
   default ``cache_pack`` of the scope: it must hold ``new_mark`` and never both marks. A
@@ -122,7 +125,8 @@ def _superseded_ids(out: dict[str, Any]) -> set[str]:
     return {str(s.get("id")) for s in found if isinstance(s, dict)}
 
 
-async def run_memory(tools: Tools, cases: list[Case]) -> None:
+async def run_memory(tools: Tools, cases: list[Case]) -> list[tuple[Case, str, str]]:
+    """Both passes of memory_store, then every measure of long-term memory; returns the cross-fact links."""
     for case in cases:
         case.first_out = await tools.call("memory_store", {"content": case.first, "kind": case.kind})
     for case in cases:
@@ -145,6 +149,32 @@ async def run_memory(tools: Tools, cases: list[Case]) -> None:
             second_hits = {i for i, _ in await search_contents(tools, case.second)}
             case.metrics["distinct both findable"] = separate and first_id in first_hits and second_id in second_hits
             case.metrics["wrongly linked"] = linked
+    return await mark_cross_fact_links(tools, cases)
+
+
+async def mark_cross_fact_links(tools: Tools, cases: list[Case]) -> list[tuple[Case, str, str]]:
+    """After both passes, mark every case one of whose memories is linked (``supersedes`` /
+    ``superseded_by``, as ``memory_get`` shows them) to a memory of ANOTHER case: an update link
+    between two unrelated facts. 'wrongly linked' only looks inside a case and cannot see these.
+    Returns (case, its memory's content, the other memory's content) for each such link."""
+    owners: dict[str, set[int]] = {}
+    for case in cases:
+        for out in (case.first_out, case.second_out):
+            owners.setdefault(str(out["id"]), set()).add(case.n)
+    views = {memory_id: (await tools.call("memory_get", {"id": memory_id}))["memory"] for memory_id in owners}
+    found: list[tuple[Case, str, str]] = []
+    for case in cases:
+        crossed = False
+        for memory_id in {str(case.first_out["id"]), str(case.second_out["id"])}:
+            view = views[memory_id]
+            for key in ("supersedes", "superseded_by"):
+                other = view.get(key)
+                if other and case.n not in owners.get(str(other), set()):
+                    crossed = True
+                    other_text = views[str(other)]["content"] if str(other) in views else str(other)
+                    found.append((case, str(view["content"]), str(other_text)))
+        case.metrics["cross-fact linked"] = crossed
+    return found
 
 
 def _pack_text(pack: dict[str, Any]) -> str:
@@ -183,11 +213,13 @@ MEASURES: tuple[tuple[str, str, str], ...] = (
     ("restatement merged", "duplicate", ">= 0.70"),
     ("linked", "update", "(diagnostic)"),
     ("wrongly linked", "distinct", "(diagnostic: 0)"),
+    ("cross-fact linked", "any", "(diagnostic: 0)"),
 )
 
 
 # The value each measure should have for a case ("linked" is a diagnostic: no wanted value).
-WANTED = {m: m not in ("cache pack both", "wrongly linked") for m, _, _ in MEASURES if m != "linked"}
+UNWANTED = ("cache pack both", "wrongly linked", "cross-fact linked")
+WANTED = {m: m not in UNWANTED for m, _, _ in MEASURES if m != "linked"}
 
 
 def share(cases: Sequence[Case], metric: str) -> tuple[float, int]:
@@ -223,7 +255,7 @@ async def main_async(args: argparse.Namespace) -> int:
         cleanup = await agent_memory.mount(coordinator, config)
         tools = Tools(dict(coordinator.mount_points["tools"]))
         try:
-            await run_memory(tools, cases)
+            case_links = await run_memory(tools, cases)
             await run_cache(tools, cases)
         finally:
             await cleanup()
@@ -240,7 +272,11 @@ async def main_async(args: argparse.Namespace) -> int:
         if values:
             p50, p95 = p50_p95(values)
             print(f"{name}: n={len(values)} median {p50:.1f} ms, p95 {p95:.1f} ms")
+    crossed = {memory for _, memory, _ in case_links}
+    print(f"cross-fact links: {len(crossed)} memories linked to a memory of another case (target 0)")
     if args.failures:
+        for case, memory, other in case_links:
+            print(f"  cross-fact [{case.n}] {case.type}/{case.kind}: {memory!r} linked to {other!r}")
         for case in cases:
             failed = [m for m, v in case.metrics.items() if m in WANTED and v != WANTED[m]]
             if failed:
