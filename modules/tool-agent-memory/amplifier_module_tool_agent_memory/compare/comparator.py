@@ -43,7 +43,8 @@ from typing import Literal
 
 from ..embeddings import Embedder
 from .extract import Item, Reading, Slot, read, stem
-from .lexicon import BOUNDS, DETERMINERS, FUNCTION_VERBS, FUNCTION_WORDS, NUMBER_WORDS, PLACE_BOUNDS
+from .lexicon import BOUNDS, DETERMINERS, FUNCTION_WORDS, NUMBER_WORDS, PLACE_BOUNDS
+from .subject import subject_positions
 from .types import Comparison, Difference, Verdict
 from .wordnet import Relation, WordNet, default_wordnet
 
@@ -573,33 +574,15 @@ class Comparator:
         left = [reading.items[k] for k in range(len(reading.items)) if k not in side.matched]
         if not left or len(left) > self.settings.framing_words:
             return []
-        predicate = self._predicate_start(reading)
+        subject = subject_positions(reading.text, self.lexicon)
         for item in left:
             if item.kind != "word" or item.name or item.stem in reading.negated or item.pos + 1 in starts:
                 return []
             # A word of a statement's subject says what the statement is about ("EU customer data *backups* are
             # stored in Frankfurt"): never a framing word.
-            if item.pos < predicate or self.lexicon.main_pos(_surface(item)) in (None, "r"):
+            if item.pos in subject or self.lexicon.main_pos(_surface(item)) in (None, "r"):
                 return []
         return [item.text for item in left]
-
-    def _predicate_start(self, reading: Reading) -> int:
-        """The token position where a statement's predicate starts: its first auxiliary, modal or light verb, else
-        its first word WordNet mostly knows as a verb ("Invoice data exports *are*...", "My lease *renews*...").
-        What comes before is the subject; a request (its first word a verb) starts with its predicate."""
-        assert self.lexicon is not None
-        tokens = reading.tokens
-        opening = next((t for t in tokens if t not in ("please", "pls", "plz", "kindly")), "")
-        if opening in FUNCTION_VERBS or (not opening.startswith("<") and self.lexicon.main_pos(opening) == "v"):
-            return 0  # a request: "Stop the sprinkler system whenever it is raining"
-        if opening in _SUBJECT_PRONOUNS:
-            return 1  # "I like to be called Sam": the pronoun is the whole subject
-        first = next((k for k, token in enumerate(tokens) if token in FUNCTION_VERBS), None)
-        if first is not None:
-            return first
-        lexicon = self.lexicon
-        return next((k for k, token in enumerate(tokens) if not token.startswith("<") and token not in FUNCTION_WORDS
-                     and lexicon.main_pos(token) == "v"), len(tokens))
 
     @staticmethod
     def _share(side_a: _Side, side_b: _Side) -> float:
@@ -623,8 +606,6 @@ def _settle_repeats(side: _Side, other: _Side) -> None:
     if not other_left:
         side.matched |= side.repeats
 
-
-_SUBJECT_PRONOUNS = frozenset(["i", "we", "you", "he", "she", "they", "it"])
 
 _TARGET_MARKERS = ("to", "into", "->")
 

@@ -14,7 +14,6 @@ __all__ = [
     "COLOURS",
     "DETERMINERS",
     "FRACTIONS",
-    "FUNCTION_VERBS",
     "FUNCTION_WORDS",
     "MONTHS",
     "MULTIPLIERS",
@@ -82,17 +81,6 @@ max 10"). Two texts bounding their values differently ("more than
 PLACE_BOUNDS: dict[str, str] = {"over": "above", "above": "above", "under": "below", "below": "below"}
 """Prepositions of place that bound a value when a number follows them ("over 1000", "under 768px"), and
 are places otherwise ("a health bar over every enemy", "tea over coffee")."""
-
-FUNCTION_VERBS = FUNCTION_WORDS & _words(
-    """
-    is are was were be been being am do does did done doing have has had having
-    will would shall should can could may might must need needs ought
-    use uses used using change changes changed changing let lets make makes made making
-    create creates created creating get gets got getting go goes going went gone
-    put puts putting set sets setting take takes took taken taking give gives gave given giving
-    """
-)
-"""The auxiliaries, modals and light verbs among the function words: where a statement's subject ends."""
 
 DETERMINERS = _words("a an the this that these those all any each every some both either neither no another other")
 """Articles, demonstratives and quantifying determiners: they pick out the thing, they are not particles."""
