@@ -58,6 +58,24 @@ def test_a_name_before_a_definite_description_makes_the_description_the_subject(
     assert subject_words("Lena is the release manager.") == ["the", "release", "manager"]
 
 
+def test_a_name_before_an_as_role_makes_the_role_the_subject() -> None:
+    assert subject_words("Tomas has taken over as release captain.") == ["as", "release", "captain"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["There are two printers on the third floor.", "There's one printer on the third floor.",
+     "There will be two printers on the third floor."],
+)
+def test_an_existential_there_is_not_the_subject_what_follows_the_verb_is(text: str) -> None:
+    words = subject_words(text)
+    assert "there" not in words and words[-3:] == ["the", read(text).tokens[-2], "floor"]
+
+
+def test_there_followed_by_a_pronoun_is_not_existential() -> None:
+    assert subject_words("There it is.") == ["there", "it"]
+
+
 def test_a_name_before_a_bare_predicate_stays_the_subject() -> None:
     assert subject_words("Omar is in Lisbon this week.") == ["omar"]
 
@@ -92,10 +110,51 @@ def test_a_negation_is_an_update_not_another_subject() -> None:
     assert not another_subject(a, b, changed(Difference("polarity", "encrypted", "not encrypted")))
 
 
-def test_a_subject_word_beside_a_changed_value_is_an_update() -> None:
+def test_a_subject_word_beside_a_changed_value_is_another_subject() -> None:
+    # Two queues, each with its own retry count: not a new count for one queue.
     a, b = "The billing queue keeps 5 retries.", "The email queue keeps 8 retries."
     diffs = (Difference("content", "billing", "email"), Difference("number", "5", "8"))
+    assert another_subject(a, b, changed(*diffs))
+
+
+def test_a_word_added_to_the_newer_subject_beside_a_changed_value_is_another_subject() -> None:
+    a, b = "Logs are kept for 7 days.", "Audit logs are kept for 30 days."
+    diffs = (Difference("qualifier", None, "Audit"), Difference("number", "7 days", "30 days"))
+    assert another_subject(a, b, changed(*diffs))
+
+
+def test_a_word_dropped_from_the_older_subject_beside_a_changed_value_is_another_subject() -> None:
+    a, b = "The nightly export job takes 20 minutes.", "The export job takes 35 minutes."
+    diffs = (Difference("qualifier", "nightly", None), Difference("number", "20 minutes", "35 minutes"))
+    assert another_subject(a, b, changed(*diffs))
+
+
+def test_a_word_of_the_older_predicate_in_the_newer_subject_is_another_subject() -> None:
+    # The substituted word sits in the predicate of one text and the subject of the other.
+    a, b = "There are 4 runners in the build farm.", "The test farm has 8 runners."
+    diffs = (Difference("content", "build", "test"), Difference("number", "4 runners", "8 runners"))
+    assert another_subject(a, b, changed(*diffs))
+
+
+def test_a_changed_value_and_verb_of_the_same_subject_is_an_update() -> None:
+    a, b = "The billing API runs on Go 1.20.", "The billing API has been upgraded to Go 1.22."
+    diffs = (Difference("number", "1.20", "1.22"), Difference("content", "runs", "upgraded"))
     assert not another_subject(a, b, changed(*diffs))
+
+
+def test_a_new_holder_taking_over_as_a_role_is_an_update() -> None:
+    a, b = "Ines is the release captain.", "Tomas has taken over as release captain."
+    assert not another_subject(a, b, changed(Difference("content", "Ines", "Tomas")))
+
+
+def test_existential_statements_about_two_places_are_another_subject() -> None:
+    a, b = "There are 4 runners in the build farm.", "There are 4 runners in the test farm."
+    assert another_subject(a, b, changed(Difference("content", "build", "test")))
+
+
+def test_a_new_count_in_an_existential_statement_is_an_update() -> None:
+    a, b = "There are 4 runners in the build farm.", "There are 6 runners in the build farm."
+    assert not another_subject(a, b, changed(Difference("number", "4 runners", "6 runners")))
 
 
 def test_a_word_in_one_subject_and_the_other_predicate_is_an_update() -> None:

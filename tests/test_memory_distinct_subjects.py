@@ -26,6 +26,15 @@ ME_OAT = "I drink oat milk."
 HUSBAND_OAT = "My husband drinks oat milk."
 LEAD_OMAR = "Omar leads the security team."
 LEAD_NADIA = "Nadia leads the security team."
+# Another subject AND another value: two facts all the same (the subject word decides).
+BILLING_GO = "The billing API runs on Go 1.20."
+REPORTING_GO = "The reporting API runs on Go 1.22."
+BILLING_GO_NEW = "The billing API runs on Go 1.22."
+BUILD_FARM = "Our build farm has 4 runners."
+TEST_FARM = "The test farm has 8 runners."
+BUILD_FARM_RESTATED = "There are four runners in the build farm."
+CAPTAIN_INES = "Ines is the release captain for the mobile app."
+CAPTAIN_TOMAS = "Tomas has taken over as release captain for the mobile app."
 
 
 async def store(tools: dict[str, Any], content: str, kind: str = "fact") -> dict[str, Any]:
@@ -78,6 +87,50 @@ async def test_a_new_holder_of_a_role_is_still_linked(tools: dict[str, Any]) -> 
     old = await store(tools, LEAD_OMAR)
     new = await store(tools, LEAD_NADIA)
     assert new["superseded"]["id"] == old["id"]
+
+
+async def test_another_subject_with_another_value_is_stored_unlinked(tools: dict[str, Any]) -> None:
+    billing = await store(tools, BILLING_GO)
+    reporting = await store(tools, REPORTING_GO)
+    assert reporting["created"] is True and "superseded" not in reporting
+    assert "superseded_by" not in await get(tools, billing["id"])
+
+
+async def test_a_new_value_of_the_same_subject_beside_another_subjects_fact_supersedes_its_own(
+    tools: dict[str, Any],
+) -> None:
+    billing = await store(tools, BILLING_GO)
+    await store(tools, REPORTING_GO)
+    upgraded = await store(tools, BILLING_GO_NEW)
+    assert upgraded["superseded"]["id"] == billing["id"]
+
+
+async def test_a_restatement_merges_into_its_own_fact_not_into_another_subjects_chain(
+    tools: dict[str, Any],
+) -> None:
+    # Were the test farm linked as an update of the build farm, the restatement would be compared with
+    # the newest of that chain (the test farm) and linked to it instead of merging.
+    build = await store(tools, BUILD_FARM)
+    test_farm = await store(tools, TEST_FARM)
+    restated = await store(tools, BUILD_FARM_RESTATED)
+    assert "superseded" not in test_farm
+    assert restated["id"] == build["id"] and restated["created"] is False
+
+
+async def test_a_new_holder_taking_over_as_the_role_is_linked(tools: dict[str, Any]) -> None:
+    old = await store(tools, CAPTAIN_INES)
+    new = await store(tools, CAPTAIN_TOMAS)
+    assert new["superseded"]["id"] == old["id"]
+
+
+def test_the_cache_packs_both_subjects_with_their_different_values(
+    make_runtime: Callable[..., AgentMemory],
+) -> None:
+    svc = cache_service(make_runtime, ManualClock())
+    note(svc, BILLING_GO)
+    out = note(svc, REPORTING_GO)
+    assert "superseded" not in out and out["merged"] is False
+    assert sorted(packed_texts(pack(svc))) == sorted([BILLING_GO, REPORTING_GO])
 
 
 def test_the_cache_packs_both_distinct_facts(make_runtime: Callable[..., AgentMemory]) -> None:

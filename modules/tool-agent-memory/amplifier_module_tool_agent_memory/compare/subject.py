@@ -1,16 +1,20 @@
-"""What a fact is about: its subject, and whether a change only swaps that subject (another fact).
+"""What a fact is about: its subject, and whether two statements are about different things.
 
 A statement names WHAT it is about in its subject (the words before its main verb, copula or
 auxiliary: "The staging database | is PostgreSQL 15", "My wife | likes aisle seats") and states
-the value in its predicate. Two statements whose only differences are words of their subjects,
-with the same predicate, say the same value of two things ("The production database | is
-PostgreSQL 15"): another subject, not an update of one fact. A changed value, verb, polarity or
-order in the predicate is an update ("The API rate limit | is 60 ...").
+the value in its predicate. An update gives a new value of the same thing, so its subject names
+the same thing: a word substituted, added or removed in the subject of either statement ("The
+billing service | runs on Python 3.9" / "The notifications service | runs on Python 3.11") makes
+the pair two facts, even when a value in the predicate differs too. A changed value, verb,
+polarity or order in the predicate, with the same subject, is an update ("The API rate limit |
+is 60 ...").
 
-One construction turns this round: a bare proper name followed by a verb whose complement is a
-definite description ("Priya | is the on-call lead", "Jonas | manages the mobile team") names the
-holder of a role, i.e. the value, and the definite description is what the fact is about (the
-specificational reading of "X is the Y"). Imperatives ("Remind me ...") have no subject.
+Two constructions turn this round. A bare proper name followed by a verb whose complement is a
+definite description or an "as" role ("Priya | is the on-call lead", "Jonas | manages the mobile
+team", "Marcus | has taken over as on-call lead") names the holder of a role, i.e. the value, and
+the description is what the fact is about (the specificational reading of "X is the Y"). An
+existential "there" ("There are | six worker nodes in the staging cluster") is no subject: what
+the statement is about follows the verb. Imperatives ("Remind me ...") have no subject.
 
 No tagger is needed: auxiliaries, pronouns and determiners are closed classes of English, and an
 open-class word is taken for a verb from its WordNet forms (a verb lemma, an inflection of one) and
@@ -18,6 +22,8 @@ its place. When unsure, there is no subject, and the change stays an update (tod
 """
 
 from __future__ import annotations
+
+import re
 
 from .extract import Reading, read
 from .types import Comparison, Difference
@@ -57,6 +63,12 @@ _PREPOSITIONS = _closed(
     "towards upon over under"
 )
 """Prepositions: the word after one is in a noun phrase, and a text opening with one opens with an adverbial."""
+
+_ROLE_MARKER = "as"
+"""The preposition that introduces a role after a verb ("has taken over as on-call lead", "serves as ...")."""
+
+_THERE_IS = re.compile(r"\s*there['\u2019]s\b", re.IGNORECASE)
+""""There's ...": the reader drops a contracted "'s", so the raw text tells that this "there" is existential."""
 
 _IMPERATIVE_OPENERS = _closed("please pls plz kindly just always never not do also")
 """Words an imperative may start with before its verb ("Please remind me", "Don't schedule")."""
@@ -147,12 +159,13 @@ def _bare_name(reading: Reading, end: int) -> bool:
 
 
 def _definite_complement(tokens: tuple[str, ...], end: int, wordnet: WordNet | None) -> int | None:
-    """Where a definite description right after the verb starts ("is now the ...", "manages the ...")."""
+    """Where a definite description or an "as" role right after the verb starts ("is now the ...",
+    "manages the ...", "has taken over as ...")."""
     k = end
     verb_seen = False
     while k < len(tokens) and k < end + 4:
         t = tokens[k]
-        if t in _DEFINITE:
+        if t in _DEFINITE or t == _ROLE_MARKER:
             return k
         if t in AUXILIARIES:
             pass
@@ -162,6 +175,17 @@ def _definite_complement(tokens: tuple[str, ...], end: int, wordnet: WordNet | N
             return None
         k += 1
     return None
+
+
+def _existential_subject(text: str, tokens: tuple[str, ...]) -> frozenset[int] | None:
+    """For "There are six nodes in the staging cluster": everything after "there" and its auxiliaries (what
+    exists is what the statement is about; it has no other predicate). None for any other text."""
+    if tokens[0] != "there" or not (_THERE_IS.match(text) or (len(tokens) > 1 and tokens[1] in AUXILIARIES)):
+        return None
+    k = 1
+    while k < len(tokens) and tokens[k] in AUXILIARIES:
+        k += 1
+    return frozenset(range(k, len(tokens))) if k < len(tokens) else None
 
 
 def subject_positions(text: str, wordnet: WordNet | None = None) -> frozenset[int]:
@@ -174,6 +198,9 @@ def subject_positions(text: str, wordnet: WordNet | None = None) -> frozenset[in
     tokens = reading.tokens
     if not tokens or _is_imperative(tokens, reading, wordnet):
         return frozenset()
+    existential = _existential_subject(text, tokens)
+    if existential is not None:
+        return existential
     end = _subject_end(tokens, wordnet)
     if end is None or end == 0:
         return frozenset()
@@ -189,31 +216,36 @@ def _positions(reading: Reading, word: str) -> list[int]:
     return [item.pos for item in reading.items if item.text == word]
 
 
-def _in_subject(reading: Reading, subject: frozenset[int], word: str | None) -> bool:
-    """``word`` (absent: vacuously) is a word of ``reading`` found only in its subject."""
+def _only_in_subject(side: tuple[Reading, frozenset[int]], word: str | None) -> bool:
+    """``word`` is a word of the side's text found only in its subject (a word also in the predicate, or
+    absent, is not)."""
     if word is None:
-        return True
+        return False
+    reading, subject = side
     found = _positions(reading, word)
     return bool(found) and all(pos in subject for pos in found)
 
 
-def _about_subject(d: Difference, older: tuple[Reading, frozenset[int]], newer: tuple[Reading, frozenset[int]]) -> bool:
+def _word_difference(d: Difference) -> bool:
+    """A difference of words (not of a value, an order or a negation): only such a difference can name
+    another thing."""
     if d.kind not in _SUBJECT_KINDS:
         return False
-    if d.kind == "polarity" and (
+    return d.kind != "polarity" or not (
         d.old is None or d.new is None or d.old.startswith("not ") or d.new.startswith("not ")
-    ):
-        return False
-    return _in_subject(*older, d.old) and _in_subject(*newer, d.new)
+    )
 
 
 def another_subject(older: str, newer: str, comparison: Comparison, wordnet: WordNet | None = None) -> bool:
-    """``newer`` states the same value of another thing than ``older``: every difference the comparison
-    names is a word of the subjects (both sides' words in their texts' subjects), so the predicates agree.
+    """``newer`` is about another thing than ``older``: a difference the comparison names is a word
+    substituted, added or removed in the subject of either text. Such a pair is two facts, not an
+    update of one, whatever else differs ("My dentist is Dr. Patel." / "My dermatologist is Dr.
+    Patel."; "The billing service runs on Python 3.9." / "The notifications service runs on Python
+    3.11.").
 
-    Such a pair is two facts, not an update of one ("My dentist is Dr. Patel." / "My dermatologist is
-    Dr. Patel."). False when any difference is a value, a negation, an order or lies in a predicate, or
-    when either text has no subject found (an imperative, no verb).
+    False when every difference is a value, a negation, an order or a word of the predicates (a new
+    value of the same thing), and when either text has no subject found (an imperative, no verb):
+    nothing then says the texts are about different things.
     """
     if not comparison.differences:
         return False
@@ -224,5 +256,7 @@ def another_subject(older: str, newer: str, comparison: Comparison, wordnet: Wor
         if not subject:
             return False
         sides.append((read(text), subject))
-    return all(_about_subject(d, sides[0], sides[1]) for d in comparison.differences)
-
+    return any(
+        _word_difference(d) and (_only_in_subject(sides[0], d.old) or _only_in_subject(sides[1], d.new))
+        for d in comparison.differences
+    )

@@ -127,8 +127,10 @@ MAX_CHANGE_DIFFERENCES = 3
 def is_one_change(comparison: Comparison, older: str | None = None, newer: str | None = None) -> bool:
     """A decided change of one fact: what the memory and cache act on (link, replace, reorder).
 
-    Given the two texts, a change whose differences all lie in the subjects (the same value of
-    another thing: "My dentist is Dr. Patel." / "My dermatologist is Dr. Patel.") is two facts, not one.
+    Given the two texts, a change that substitutes, adds or removes a word in the subject of either
+    (another thing, whatever else differs: "My dentist is Dr. Patel." / "My dermatologist is Dr.
+    Patel."; "The billing service runs on Python 3.9." / "The notifications service runs on Python
+    3.11.") is two facts, not one (``compare.subject.another_subject``).
     """
     return (
         comparison.decided
