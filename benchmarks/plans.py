@@ -69,6 +69,8 @@ class Lookup:
     query: str
     answer: str
     got: str | None
+    offered: str | None = None
+    """The case of the plan returned as a hit or as the candidate to confirm."""
     nearest: list[tuple[str, str, float]] = field(default_factory=list)
     """(case id, stored prompt, cosine) of the nearest plans the lookup judged."""
 
@@ -146,12 +148,13 @@ async def run_dev(cases: list[dict[str, Any]], config: dict[str, Any], verbose: 
                     o = res.output
                     answer = o.get("answer", "hit" if o["hit"] else "miss")
                     got = plan_of[o["plan_id"]] if o["hit"] else None
+                    offered = got or (plan_of[o["candidate"]["plan_id"]] if answer == "candidate" else None)
                     qv = embedder.embed_query(query)
                     cosines = [sum(x * y for x, y in zip(qv, sv, strict=True)) for sv in stored_vecs]
                     scored = sorted(zip(cosines, cases, strict=True), key=lambda pair: -pair[0])[:3]
                     nearest = [(c["id"], c["stored"], cos) for cos, c in scored]
                     domain = case.get("domain", "game")
-                    out.append(Lookup(case["id"], domain, kind == "positives", query, answer, got, nearest))
+                    out.append(Lookup(case["id"], domain, kind == "positives", query, answer, got, offered, nearest))
                     if verbose and ((kind == "positives" and got != case["id"]) or (kind == "negatives" and got)):
                         why = next((c.get("reason", "") for c in o.get("candidates", [])
                                     if plan_of[c["plan_id"]] == case["id"]), o.get("reason", ""))
@@ -162,6 +165,18 @@ async def run_dev(cases: list[dict[str, Any]], config: dict[str, Any], verbose: 
     p50, p95 = p50_p95(latencies)
     print(f"plan_lookup through the tool (warm model, small store): p50 {p50:.1f} ms  p95 {p95:.1f} ms")
     return out
+
+
+def print_offered(lookups: list[Lookup]) -> None:
+    """How often the agent is shown the right plan at all (a hit, or the candidate it confirms), and how often a
+    near-miss is shown as a candidate (never replayed without the agent's confirmation)."""
+    positives = [lk for lk in lookups if lk.positive]
+    negatives = [lk for lk in lookups if not lk.positive]
+    right = sum(lk.offered == lk.case for lk in positives)
+    shown = sum(lk.answer == "candidate" for lk in negatives)
+    print(f"right plan offered (hit or candidate to confirm): {right} of {len(positives)} rewordings "
+          f"({right / max(1, len(positives)):.2f}); near-misses shown as a candidate: {shown} of {len(negatives)} "
+          f"({shown / max(1, len(negatives)):.2f})")
 
 
 def tally(lookups: list[Lookup], answer_of: Any = None) -> Tally:
@@ -382,6 +397,7 @@ def main() -> int:
         if len(by_domain) > 1:
             rows += [tally(v).row(k) for k, v in sorted(by_domain.items())]
         print_table(HEADERS, rows)
+        print_offered(lookups)
         if len(by_domain) > 1:
             leave_one_domain_out(lookups, threshold)
     return 0
