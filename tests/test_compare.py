@@ -317,3 +317,9 @@ def test_a_pronoun_with_an_auxiliary_is_a_function_word() -> None:
     from amplifier_module_tool_agent_memory.compare.extract import read
 
     assert [item.text for item in read("I'd say we're ready").items] == ["say", "ready"]
+
+
+def test_a_left_over_verb_and_a_left_over_name_are_not_one_substituted_name(comparator: Comparator) -> None:
+    result = comparator.compare("Add retries to the nightly export job", "Give the export job retries in Jenkins")
+    assert ("name", "Add", "Jenkins") not in {(d.kind, d.old, d.new) for d in result.differences}
+    assert ("qualifier", None, "Jenkins") in {(d.kind, d.old, d.new) for d in result.differences}

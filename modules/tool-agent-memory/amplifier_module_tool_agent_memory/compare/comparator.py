@@ -538,15 +538,18 @@ class Comparator:
         only_a = [it for k, it in enumerate(side_a.reading.items) if k not in side_a.matched]
         only_b = [it for k, it in enumerate(side_b.reading.items) if k not in side_b.matched]
         out: list[Difference] = []
-        for x, y in zip(only_a, only_b, strict=False):
-            kind = _word_kind(x, y)
-            if kind == "content" and self._other_thing(x, y):
-                kind = "term"
-            out.append(Difference(kind, x.text, y.text))
-        for x in only_a[len(only_b) :]:
-            out.append(Difference("qualifier", x.text, None))
-        for y in only_b[len(only_a) :]:
-            out.append(Difference("qualifier", None, y.text))
+        # Left-over words are paired in order within their sort (code names, names, other words): a request verb
+        # left over on one side and a name on the other are not one substituted name.
+        for sort in ("identifier", "name", "word"):
+            xs = [it for it in only_a if _sort(it) == sort]
+            ys = [it for it in only_b if _sort(it) == sort]
+            for x, y in zip(xs, ys, strict=False):
+                kind = _word_kind(x, y)
+                if kind == "content" and self._other_thing(x, y):
+                    kind = "term"
+                out.append(Difference(kind, x.text, y.text))
+            out += [Difference("qualifier", x.text, None) for x in xs[len(ys) :]]
+            out += [Difference("qualifier", None, y.text) for y in ys[len(xs) :]]
         return out
 
     def _framed(self, side_a: _Side, side_b: _Side) -> str:
@@ -684,6 +687,10 @@ def _negates(x: str, y: str) -> bool:
     return len(x) >= 3 and any(
         y.startswith(p) and (y == p + x or stem(y[len(p) :]) == stem(x)) for p in _NEGATING_PREFIXES
     )
+
+
+def _sort(item: Item) -> str:
+    return "identifier" if item.kind == "identifier" else "name" if item.name else "word"
 
 
 def _word_kind(x: Item, y: Item) -> str:
