@@ -142,6 +142,32 @@ def test_a_changed_value_and_verb_of_the_same_subject_is_an_update() -> None:
     assert not another_subject(a, b, changed(*diffs))
 
 
+def test_a_word_dating_the_subject_added_beside_a_changed_value_is_an_update() -> None:
+    # "new" says which version of the thing, not which thing.
+    a, b = "My phone number is 555-1234.", "My new phone number is 555-9876."
+    diffs = (Difference("number", "1234", "9876"), Difference("qualifier", None, "new"))
+    assert not another_subject(a, b, changed(*diffs))
+
+
+def test_a_dating_word_swapped_for_another_beside_a_changed_value_is_an_update() -> None:
+    a, b = "The current release is v2.3.", "The latest release is v2.4."
+    diffs = (Difference("version", "v2.3", "v2.4"), Difference("content", "current", "latest"))
+    assert not another_subject(a, b, changed(*diffs))
+
+
+def test_opposite_dating_words_in_the_subjects_are_another_subject() -> None:
+    # Both shifts exist at once: early and late pick out two things, not two versions of one.
+    a, b = "The early shift starts at 6 am.", "The late shift starts at 2 pm."
+    diffs = (Difference("time", "6 am", "2 pm"), Difference("polarity", "early", "late"))
+    assert another_subject(a, b, changed(*diffs))
+
+
+def test_a_word_that_does_not_date_the_subject_added_beside_a_changed_value_is_another_subject() -> None:
+    a, b = "The database password rotates every 90 days.", "The prod database password rotates every 30 days."
+    diffs = (Difference("number", "90 days", "30 days"), Difference("qualifier", None, "prod"))
+    assert another_subject(a, b, changed(*diffs))
+
+
 def test_a_new_holder_taking_over_as_a_role_is_an_update() -> None:
     a, b = "Ines is the release captain.", "Tomas has taken over as release captain."
     assert not another_subject(a, b, changed(Difference("content", "Ines", "Tomas")))

@@ -35,6 +35,8 @@ TEST_FARM = "The test farm has 8 runners."
 BUILD_FARM_RESTATED = "There are four runners in the build farm."
 CAPTAIN_INES = "Ines is the release captain for the mobile app."
 CAPTAIN_TOMAS = "Tomas has taken over as release captain for the mobile app."
+PHONE = "My phone number is 555-1234."
+NEW_PHONE = "My new phone number is 555-9876."
 
 
 async def store(tools: dict[str, Any], content: str, kind: str = "fact") -> dict[str, Any]:
@@ -120,6 +122,12 @@ async def test_a_restatement_merges_into_its_own_fact_not_into_another_subjects_
 async def test_a_new_holder_taking_over_as_the_role_is_linked(tools: dict[str, Any]) -> None:
     old = await store(tools, CAPTAIN_INES)
     new = await store(tools, CAPTAIN_TOMAS)
+    assert new["superseded"]["id"] == old["id"]
+
+
+async def test_a_new_value_announced_with_new_in_the_subject_is_linked(tools: dict[str, Any]) -> None:
+    old = await store(tools, PHONE)
+    new = await store(tools, NEW_PHONE)
     assert new["superseded"]["id"] == old["id"]
 
 

@@ -236,6 +236,44 @@ def _word_difference(d: Difference) -> bool:
     )
 
 
+_TEMPORAL_ATTRIBUTES = ("temporal_property", "age")
+"""WordNet nouns naming the attributes of time: an adjective graded along them dates a thing."""
+_HYPERNYM_DEPTH = 12
+"""Far above the depth of WordNet's noun hierarchy below its attribute synsets (a bound, not a setting)."""
+
+
+def _dating(word: str, wordnet: WordNet) -> bool:
+    """``word`` is an adjective that dates a thing ("new", "current", "former", "latest"): its WordNet
+    attribute, or that of the cluster it is a satellite of, is a temporal property or age.
+
+    An update announces the newer version of one thing with such a word ("My new phone number is ...");
+    it says when, not which thing."""
+    anchors = {s for name in _TEMPORAL_ATTRIBUTES for s in wordnet.synsets(name) if s[0] == "n"}
+    adjectives = {s for s in wordnet.synsets(word.lower()) if s[0] == "a"}
+    heads = adjectives | {t for s in adjectives for sym, t in wordnet.pointers(s) if sym == "&"}
+    frontier = {t for s in heads for sym, t in wordnet.pointers(s) if sym == "="}
+    seen = set(frontier)
+    for _ in range(_HYPERNYM_DEPTH):
+        if seen & anchors:
+            return True
+        frontier = {t for s in frontier for sym, t in wordnet.pointers(s) if sym in ("@", "@i")} - seen
+        if not frontier:
+            return False
+        seen |= frontier
+    return bool(seen & anchors)
+
+
+def _names_another_thing(d: Difference, wordnet: WordNet | None) -> bool:
+    """A word difference that can name another thing: not one that only adds, drops or swaps words dating
+    the thing ("My phone number" / "My new phone number"; "current" / "latest"). Opposites do ("the early
+    shift" / "the late shift", a polarity difference: two things at once)."""
+    if not _word_difference(d):
+        return False
+    if d.kind == "polarity" or wordnet is None:
+        return True
+    return not all(_dating(w, wordnet) for w in (d.old, d.new) if w is not None)
+
+
 def another_subject(older: str, newer: str, comparison: Comparison, wordnet: WordNet | None = None) -> bool:
     """``newer`` is about another thing than ``older``: a difference the comparison names is a word
     substituted, added or removed in the subject of either text. Such a pair is two facts, not an
@@ -243,9 +281,10 @@ def another_subject(older: str, newer: str, comparison: Comparison, wordnet: Wor
     Patel."; "The billing service runs on Python 3.9." / "The notifications service runs on Python
     3.11.").
 
-    False when every difference is a value, a negation, an order or a word of the predicates (a new
-    value of the same thing), and when either text has no subject found (an imperative, no verb):
-    nothing then says the texts are about different things.
+    False when every difference is a value, a negation, an order, a word dating the thing ("new",
+    "current": see ``_names_another_thing``) or a word of the predicates (a new value of the same
+    thing), and when either text has no subject found (an imperative, no verb): nothing then says the
+    texts are about different things.
     """
     if not comparison.differences:
         return False
@@ -257,6 +296,6 @@ def another_subject(older: str, newer: str, comparison: Comparison, wordnet: Wor
             return False
         sides.append((read(text), subject))
     return any(
-        _word_difference(d) and (_only_in_subject(sides[0], d.old) or _only_in_subject(sides[1], d.new))
+        (_only_in_subject(sides[0], d.old) or _only_in_subject(sides[1], d.new)) and _names_another_thing(d, wordnet)
         for d in comparison.differences
     )
