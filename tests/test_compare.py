@@ -323,3 +323,21 @@ def test_a_left_over_verb_and_a_left_over_name_are_not_one_substituted_name(comp
     result = comparator.compare("Add retries to the nightly export job", "Give the export job retries in Jenkins")
     assert ("name", "Add", "Jenkins") not in {(d.kind, d.old, d.new) for d in result.differences}
     assert ("qualifier", None, "Jenkins") in {(d.kind, d.old, d.new) for d in result.differences}
+
+
+def test_an_hour_in_the_morning_is_a_time() -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    assert [(s.kind, s.key) for s in read("Water the lawn at 6 in the morning").slots] == [("time", "06:00")]
+
+
+def test_a_privative_verb_opening_a_clause_is_the_request_verb() -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    assert read("On phones, hide the footer").negated == frozenset({"footer"})
+
+
+def test_a_privative_gerund_is_no_request_verb() -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    assert read("Deleting an album should ask first").negations == 0

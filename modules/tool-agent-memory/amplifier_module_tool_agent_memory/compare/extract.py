@@ -211,11 +211,15 @@ def read(text: str) -> Reading:
             items.append(Item("word", num.noun, stem(num.noun), len(tokens) - 1))
 
     matches = list(_SCANNER.finditer(text))
+    clause_starts: set[int] = set()
+    """Token positions right after a comma, semicolon or colon: where a clause (and its verb) may start."""
     i = 0
     while i < len(matches):
         m = matches[i]
         kind = m.lastgroup
         raw = m.group(0)
+        if i > 0 and any(c in ",;:" for c in text[matches[i - 1].end() : m.start()]):
+            clause_starts.add(len(tokens))
         if kind == "url":
             add_slot("url", raw.lower().rstrip("/"), raw)
         elif kind == "email":
@@ -242,6 +246,9 @@ def read(text: str) -> Reading:
             add_slot("version", raw.lower().lstrip("v"), raw)
         elif kind == "ratio":
             add_slot("number", raw, raw)
+        elif kind == "number" and (day_time := _time_of_day(matches, i)) is not None:
+            add_slot("time", day_time[0], text[m.start() : matches[day_time[1]].end()])  # "2 in the morning"
+            i = day_time[1]
         elif kind == "number":
             num = _read_number(m, matches, i)
             if num is not None:
@@ -308,8 +315,8 @@ def read(text: str) -> Reading:
         slots=tuple(slots),
         items=tuple(items),
         tokens=tuple(tokens),
-        negations=_negation_count(tokens),
-        negated=_negated(tokens, {item.pos: item.stem for item in items if item.kind == "identifier"}),
+        negations=_negation_count(tokens, clause_starts),
+        negated=_negated(tokens, {item.pos: item.stem for item in items if item.kind == "identifier"}, clause_starts),
         roles=_roles(tokens),
     )
 
@@ -317,6 +324,21 @@ def read(text: str) -> Reading:
 def _next_word(matches: list[re.Match[str]], i: int) -> str:
     nxt = matches[i + 1] if i + 1 < len(matches) else None
     return nxt.group(0).lower() if nxt is not None and nxt.lastgroup == "word" else ""
+
+
+_PARTS_OF_DAY = {"morning": 0, "afternoon": 12, "evening": 12}
+
+
+def _time_of_day(matches: list[re.Match[str]], i: int) -> tuple[str, int] | None:
+    """An hour followed by "in the morning / afternoon / evening": (its time key, index of the last word)."""
+    words = [matches[j].group(0).lower() for j in range(i + 1, min(len(matches), i + 4))]
+    raw = matches[i].group(0)
+    if len(words) < 3 or words[:2] != ["in", "the"] or words[2] not in _PARTS_OF_DAY or not raw.isdigit():
+        return None
+    hour = int(raw)
+    if not 1 <= hour <= 12:
+        return None
+    return f"{hour % 12 + _PARTS_OF_DAY[words[2]]:02d}:00", i + 3
 
 
 def _fraction_of_unit(matches: list[re.Match[str]], i: int) -> tuple[int, float] | None:
@@ -480,27 +502,33 @@ _VERB_OPENERS = frozenset(
 )
 
 
-def _main_verb_position(tokens: list[str], k: int) -> bool:
-    """A privative verb negates only as the request's verb: first word, or after a modal ("should remove").
+def _main_verb_position(tokens: list[str], k: int, clause_starts: set[int]) -> bool:
+    """A privative verb negates only as the request's verb, in its base form: first word, first of a clause
+    ("below 768px width, hide the sidebar"), or after a modal ("should remove").
 
-    "before deleting a project" or "early stopping" name an action or a thing, not the opposite request.
+    "before deleting a project", "Deleting a project should require..." or "early stopping" name an action or a
+    thing, not the opposite request.
     """
-    return k == 0 or tokens[k - 1] in _VERB_OPENERS or tokens[k - 1].endswith(":")
+    if tokens[k].endswith("ing"):
+        return False
+    return k == 0 or k in clause_starts or tokens[k - 1] in _VERB_OPENERS or tokens[k - 1].endswith(":")
 
 
-def _negation_count(tokens: list[str]) -> int:
+def _negation_count(tokens: list[str], clause_starts: set[int]) -> int:
     """Negators plus privative verbs in the request verb's place: their parity is the text's polarity."""
     return sum(
-        1 for k, t in enumerate(tokens) if t == "not" or (t in PRIVATIVE_VERBS and _main_verb_position(tokens, k))
+        1
+        for k, t in enumerate(tokens)
+        if t == "not" or (t in PRIVATIVE_VERBS and _main_verb_position(tokens, k, clause_starts))
     )
 
 
-def _negated(tokens: list[str], identifiers: dict[int, str]) -> frozenset[str]:
+def _negated(tokens: list[str], identifiers: dict[int, str], clause_starts: set[int]) -> frozenset[str]:
     """The item each negator applies to: the next content token within three tokens ("not be enabled"), keyed
     like the items (an identifier by its joined parts: ``identifiers`` maps its position to that key)."""
     out: set[str] = set()
     for k, t in enumerate(tokens):
-        if t != "not" and not (t in PRIVATIVE_VERBS and _main_verb_position(tokens, k)):
+        if t != "not" and not (t in PRIVATIVE_VERBS and _main_verb_position(tokens, k, clause_starts)):
             continue
         for j in range(k + 1, min(len(tokens), k + 4)):
             if _is_content(tokens[j]):
