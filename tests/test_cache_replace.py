@@ -26,6 +26,8 @@ BUILD_NIGHTLY = "The nightly build runs on Ubuntu 22.04."
 BUILD_RELEASE = "The release build runs on Ubuntu 22.04."
 SEATS_MINE = "I like window seats on trains."
 SEATS_BROTHER = "My brother likes window seats on trains."
+OFFICE_OLD = "Our office is in Leeds."
+OFFICE_NEW = "Our new office is in York."
 
 
 async def _write(tools: dict[str, Any], content: str, scope: str = "replace") -> dict[str, Any]:
@@ -54,6 +56,16 @@ async def test_a_loose_rewording_of_a_new_value_replaces_the_older_in_cache_get(
     result = await tools["cache_get"].execute({"block_id": first["block_id"]})
     assert result.success, result.error
     assert [item["content"] for item in result.output["items"]] == [BARBER_NEW]
+
+
+async def test_a_new_value_announced_with_a_dating_word_in_the_subject_replaces_the_older(
+    tools: dict[str, Any],
+) -> None:
+    # "new" dates the office, it does not name another one: the same subject, another ending.
+    await _write(tools, OFFICE_OLD)
+    out = await _write(tools, OFFICE_NEW)
+    assert out["superseded"]["content"] == OFFICE_OLD
+    assert await _pack_facts(tools) == [OFFICE_NEW]
 
 
 async def test_a_change_naming_many_differences_replaces_the_older(tools: dict[str, Any]) -> None:

@@ -29,6 +29,7 @@ from typing import Literal
 from ..compare import Comparison, Verdict, subject_positions
 from ..compare.extract import read, stem
 from ..compare.lexicon import FUNCTION_WORDS
+from ..compare.subject import dating_word
 from ..memory.service import is_one_change
 
 __all__ = ["judge", "one_statement", "same_predicate_other_subject", "same_subject_new_value"]
@@ -60,7 +61,8 @@ def _content(token: str) -> bool:
 def _parts(text: str) -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...]] | None:
     """(the subject's content keys, predicate keys, predicate content keys) of ``text``, determiners left out;
     None when ``compare.subject`` finds no subject (an imperative, a fragment). A subject is a set of words:
-    "the tenant export limit" and "the export limit for a tenant" name the same thing."""
+    "the tenant export limit" and "the export limit for a tenant" name the same thing; a word dating it
+    ("our new office") is left out of that set, as ``compare.subject`` leaves it out of what names a thing."""
     subject = subject_positions(text)
     if not subject:
         return None
@@ -68,7 +70,7 @@ def _parts(text: str) -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...]]
     kept = [(i, t) for i, t in enumerate(tokens) if t not in DETERMINERS]
     predicate = [t for i, t in kept if i not in subject]
     return (
-        frozenset(_key(t) for i, t in kept if i in subject and _content(t)),
+        frozenset(_key(t) for i, t in kept if i in subject and _content(t) and not dating_word(t)),
         tuple(_key(t) for t in predicate),
         tuple(_key(t) for t in predicate if _content(t)),
     )

@@ -29,7 +29,7 @@ from .extract import Reading, read
 from .types import Comparison, Difference
 from .wordnet import WordNet, default_wordnet
 
-__all__ = ["AUXILIARIES", "another_subject", "subject_positions"]
+__all__ = ["AUXILIARIES", "another_subject", "dating_word", "subject_positions"]
 
 
 def _closed(words: str) -> frozenset[str]:
@@ -261,6 +261,13 @@ def _dating(word: str, wordnet: WordNet) -> bool:
             return False
         seen |= frontier
     return bool(seen & anchors)
+
+
+def dating_word(word: str, wordnet: WordNet | None = None) -> bool:
+    """``word`` only dates what it qualifies ("new", "current", "former"): it says which version of a thing,
+    not which thing (``wordnet`` defaults to the installed reader; without one, no word dates)."""
+    wordnet = wordnet if wordnet is not None else default_wordnet()
+    return wordnet is not None and _is_word(word) and _dating(word, wordnet)
 
 
 def _names_another_thing(d: Difference, wordnet: WordNet | None) -> bool:
