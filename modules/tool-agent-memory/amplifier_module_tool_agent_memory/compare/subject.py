@@ -24,6 +24,7 @@ its place. When unsure, there is no subject, and the change stays an update (tod
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from .extract import Reading, read
 from .types import Comparison, Difference
@@ -242,6 +243,7 @@ _HYPERNYM_DEPTH = 12
 """Far above the depth of WordNet's noun hierarchy below its attribute synsets (a bound, not a setting)."""
 
 
+@lru_cache(maxsize=8192)
 def _dating(word: str, wordnet: WordNet) -> bool:
     """``word`` is an adjective that dates a thing ("new", "current", "former", "latest"): its WordNet
     attribute, or that of the cluster it is a satellite of, is a temporal property or age.
