@@ -34,7 +34,7 @@ BUILD_FARM = "Our build farm has 4 runners."
 TEST_FARM = "The test farm has 8 runners."
 BUILD_FARM_RESTATED = "There are four runners in the build farm."
 CAPTAIN_INES = "Ines is the release captain for the mobile app."
-CAPTAIN_TOMAS = "Tomas has taken over as release captain for the mobile app."
+CAPTAIN_BRUNO = "Bruno has taken over as release captain for the mobile app."
 PHONE = "My phone number is 555-1234."
 NEW_PHONE = "My new phone number is 555-9876."
 
@@ -121,7 +121,7 @@ async def test_a_restatement_merges_into_its_own_fact_not_into_another_subjects_
 
 async def test_a_new_holder_taking_over_as_the_role_is_linked(tools: dict[str, Any]) -> None:
     old = await store(tools, CAPTAIN_INES)
-    new = await store(tools, CAPTAIN_TOMAS)
+    new = await store(tools, CAPTAIN_BRUNO)
     assert new["superseded"]["id"] == old["id"]
 
 
