@@ -46,7 +46,7 @@ from .extract import Item, Reading, Slot, read, stem
 from .lexicon import BOUNDS, DETERMINERS, FUNCTION_WORDS, NUMBER_WORDS, PLACE_BOUNDS
 from .subject import subject_positions
 from .types import Comparison, Difference, Verdict
-from .wordnet import Relation, WordNet, default_wordnet
+from .wordnet import Relation, Synset, WordNet, default_wordnet
 
 __all__ = ["Comparator", "CompareSettings"]
 
@@ -322,25 +322,10 @@ class Comparator:
 
     def _match_words(self, side: _Side, other: Reading) -> None:
         """Mark which of ``side``'s items ``other`` accounts for (lexically, then by similarity)."""
-        other_stems = {it.stem for it in other.items}
-        other_stems |= {p for it in other.items for p in it.parts}
-        other_stems |= {stem(t) for t in other.tokens if not t.startswith("<") and t not in FUNCTION_WORDS}
-        other_surfaces = [_surface(it) for it in other.items]
-        tokens = [t for t in other.tokens if not t.startswith("<")]
-        # The other text's compounds and acronyms, once per text (not once per word: a pair of long texts was
-        # quadratic in string joins).
-        compounds, acronyms = _joined(tokens)
-        content_compounds, content_acronyms = _joined([t for t in tokens if t not in FUNCTION_WORDS])
-        compounds |= content_compounds
-        acronyms |= content_acronyms
-        # A slip or an abbreviation keeps the first letter: only the other text's words with the same one are tried.
-        surfaces_by_initial = _by_initial(other_surfaces)
+        words = _words_of(other.text)  # other is read(other.text): the only maker of a Reading
+        other_stems, units, budget = words.stems, words.units, words.budget
         novel_by_initial = _by_initial(other_stems - {it.stem for it in side.reading.items})
         spelled = _spelled_out(side.reading.tokens, other.tokens)
-        units = {s.unit for s in other.slots if s.unit}
-        # A word repeated more often than the other text says it is not accounted for by it
-        # ("the icon size of the tab bar icons" does not restate "the tap target size of the tab bar icons").
-        budget = Counter(it.stem for it in other.items)
         seen: Counter[str] = Counter()
         for k, item in enumerate(side.reading.items):
             seen[item.stem] += 1
@@ -352,7 +337,8 @@ class Comparator:
                 or _abbreviation(u, item.stem)
                 for u in units
             ) or self._lexical(
-                item, other_stems, other_surfaces, compounds, acronyms, surfaces_by_initial, novel_by_initial
+                item, other_stems, words.surfaces, words.compounds, words.acronyms, words.surfaces_by_initial,
+                novel_by_initial,
             ):
                 side.matched.add(k)
 
@@ -403,7 +389,19 @@ class Comparator:
         synonyms: list[tuple[int, int]] = []
         opposite: list[tuple[int, int]] = []
         actions: list[tuple[int, int]] = []
+        profile = self.lexicon.profile
+        # Only a word sharing a synset with a word of the other side, or whose antonyms or verb links reach one
+        # (or is reached by one), can be a synonym, antonym or the same action: the rows of other words are skipped.
+        synsets_b: set[Synset] = set()
+        reach_b: set[Synset] = set()
+        for _kb, xb in left_b:
+            pb = profile(xb)
+            synsets_b |= pb.synsets
+            reach_b |= pb.opposite | pb.verb_links
         for ka, xa in left_a:
+            pa = profile(xa)
+            if not (pa.synsets & reach_b or synsets_b & (pa.synsets | pa.opposite | pa.verb_links)):
+                continue
             for kb, xb in left_b:
                 relation = relation_of(xa, xb)
                 if relation not in (Relation.ANTONYM, Relation.SYNONYM, Relation.ACTION) or (
@@ -458,10 +456,10 @@ class Comparator:
     @staticmethod
     def _lexical(
         item: Item,
-        other_stems: set[str],
-        other_surfaces: list[str],
-        compounds: set[str],
-        acronyms: set[str],
+        other_stems: frozenset[str],
+        other_surfaces: Sequence[str],
+        compounds: frozenset[str],
+        acronyms: frozenset[str],
         surfaces_by_initial: dict[str, list[str]],
         novel_by_initial: dict[str, list[str]],
     ) -> bool:
@@ -792,3 +790,44 @@ def _bound_differences(ra: Reading, rb: Reading, side_a: _Side, side_b: _Side) -
     if not (bounds_a - bounds_b) or not (bounds_b - bounds_a):
         return []
     return [Difference("qualifier", " / ".join(sorted(bounds_a)), " / ".join(sorted(bounds_b)))]
+
+
+@dataclass(frozen=True)
+class _Words:
+    """What ``_match_words`` needs of the text that accounts for the other's words (read-only once built)."""
+
+    stems: frozenset[str]
+    surfaces: tuple[str, ...]
+    compounds: frozenset[str]
+    acronyms: frozenset[str]
+    surfaces_by_initial: dict[str, list[str]]
+    units: frozenset[str]
+    budget: Counter[str]
+
+
+@lru_cache(maxsize=4096)
+def _words_of(text: str) -> _Words:
+    """The :class:`_Words` of ``text``, built once per text: a stored memory meets many others (each search
+    compares pairs of its results, each store its nearest memory), and building them was a third of a pair."""
+    reading = read(text)
+    stems = {it.stem for it in reading.items}
+    stems |= {p for it in reading.items for p in it.parts}
+    stems |= {stem(t) for t in reading.tokens if not t.startswith("<") and t not in FUNCTION_WORDS}
+    surfaces = tuple(_surface(it) for it in reading.items)
+    tokens = [t for t in reading.tokens if not t.startswith("<")]
+    # Compounds and acronyms once per text (not once per word: a pair of long texts was quadratic in string joins).
+    compounds, acronyms = _joined(tokens)
+    content_compounds, content_acronyms = _joined([t for t in tokens if t not in FUNCTION_WORDS])
+    words = _Words(
+        stems=frozenset(stems),
+        surfaces=surfaces,
+        compounds=frozenset(compounds | content_compounds),
+        acronyms=frozenset(acronyms | content_acronyms),
+        # A slip or an abbreviation keeps the first letter: only the other text's words with the same one are tried.
+        surfaces_by_initial=_by_initial(surfaces),
+        units=frozenset(s.unit for s in reading.slots if s.unit),
+        # A word repeated more often than the other text says it is not accounted for by it
+        # ("the icon size of the tab bar icons" does not restate "the tap target size of the tab bar icons").
+        budget=Counter(it.stem for it in reading.items),
+    )
+    return words
