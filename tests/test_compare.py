@@ -341,3 +341,18 @@ def test_a_privative_gerund_is_no_request_verb() -> None:
     from amplifier_module_tool_agent_memory.compare.extract import read
 
     assert read("Deleting an album should ask first").negations == 0
+
+
+def test_a_place_one_request_adds_is_a_change(comparator: Comparator) -> None:
+    result = comparator.compare("Add the export button", "Please add the export button in the toolbar")
+    assert not result.same and "qualifier" in kinds(result)
+
+
+def test_a_participant_one_request_adds_is_a_change(comparator: Comparator) -> None:
+    result = comparator.compare("Add the export button", "Add the export button that auditors use")
+    assert not result.same
+
+
+def test_a_noun_heading_a_shared_phrase_frames_it(comparator: Comparator) -> None:
+    result = comparator.compare("Stop the irrigation when it rains", "Stop the irrigation system when it rains")
+    assert result.same, result.reason

@@ -43,7 +43,7 @@ from typing import Literal
 
 from ..embeddings import Embedder
 from .extract import Item, Reading, Slot, read, stem
-from .lexicon import BOUNDS, DETERMINERS, FUNCTION_WORDS, NUMBER_WORDS, PLACE_BOUNDS
+from .lexicon import BOUNDS, DETERMINERS, FUNCTION_WORDS, NUMBER_WORDS, PLACE_BOUNDS, PREPOSITIONS
 from .subject import subject_positions
 from .types import Comparison, Difference, Verdict
 from .wordnet import Relation, Synset, WordNet, default_wordnet
@@ -562,12 +562,12 @@ class Comparator:
 
     def _framing(self, side: _Side) -> list[str]:
         """The words only ``side`` has (the other text has none left over) when they frame rather than restrict
-        what both say: a verb ("how fast the player *walks*"), a head noun ("*days*" in "my work-from-home days"),
-        a predicative adjective ("7 years *old*"); [] when any of them restricts. The caller also requires the
+        what both say: a verb ("how fast the player *walks*"), a noun or adjective heading a phrase both texts
+        have ("my work-from-home *days*", "7 years *old*"); [] when any of them restricts. The caller also requires the
         whole-text cosine to reach ``same_cosine``. A word that restricts stays a difference: an adverb ("only",
         "locally"), a modifier right before a content word ("*hover* background", "*eval* batch size"), a negated
-        word ("without a *reply*"), a name, a word WordNet does not know (a specific term: "k8s", "int8"), a noun
-        or adjective of a statement's subject."""
+        word ("without a *reply*"), a name, a word WordNet does not know (a specific term: "k8s", "int8"), the
+        object of a preposition ("*in the sidebar*", "*for tablets*"), a word of a statement's subject."""
         if self.lexicon is None:
             return []
         reading = side.reading
@@ -579,9 +579,17 @@ class Comparator:
         for item in left:
             if item.kind != "word" or item.name or item.stem in reading.negated or item.pos + 1 in starts:
                 return []
+            if _after_preposition(reading.tokens, item.pos):
+                return []  # "Add the login button *in the sidebar*": a phrase that restricts
             # A word of a statement's subject says what the statement is about ("EU customer data *backups* are
             # stored in Frankfurt"): never a framing word.
-            if item.pos in subject or self.lexicon.main_pos(_surface(item)) in (None, "r"):
+            pos = self.lexicon.main_pos(_surface(item))
+            if item.pos in subject or pos in (None, "r"):
+                return []
+            # A noun or adjective frames only as the head of a phrase both texts have ("sprinkler *system*", "CSV
+            # *file*", "7 years *old*"); on its own it brings in another participant ("... that *admins* use").
+            opening = item is reading.items[0]  # a request's verb, whatever else the word can be ("Schedule")
+            if pos in ("n", "a") and not opening and not (item.pos > 0 and _is_content(reading.tokens[item.pos - 1])):
                 return []
         return [item.text for item in left]
 
@@ -685,6 +693,18 @@ def _negates(x: str, y: str) -> bool:
     return len(x) >= 3 and any(
         y.startswith(p) and (y == p + x or stem(y[len(p) :]) == stem(x)) for p in _NEGATING_PREFIXES
     )
+
+
+def _is_content(token: str) -> bool:
+    return token.startswith("<") or (token not in FUNCTION_WORDS and token not in ("->", "not"))
+
+
+def _after_preposition(tokens: Sequence[str], pos: int) -> bool:
+    """The token at ``pos`` is the object of a preposition (determiners between them skipped)."""
+    k = pos - 1
+    while k >= 0 and tokens[k] in DETERMINERS:
+        k -= 1
+    return k >= 0 and tokens[k] in PREPOSITIONS
 
 
 def _sort(item: Item) -> str:

@@ -21,6 +21,7 @@ __all__ = [
     "NUMBER_WORDS",
     "ORDINALS",
     "PLACE_BOUNDS",
+    "PREPOSITIONS",
     "PRIVATIVE_VERBS",
     "TARGET_BEFORE",
     "TIME_UNITS",
@@ -81,6 +82,14 @@ max 10"). Two texts bounding their values differently ("more than
 PLACE_BOUNDS: dict[str, str] = {"over": "above", "above": "above", "under": "below", "below": "below"}
 """Prepositions of place that bound a value when a number follows them ("over 1000", "under 768px"), and
 are places otherwise ("a health bar over every enemy", "tea over coffee")."""
+
+PREPOSITIONS = _words(
+    "of to in on at by for from with within without via into onto about per across around through throughout "
+    "toward towards upon over under above below between among behind beside near inside outside during before "
+    "after since until"
+)
+"""English prepositions: a word one text adds after one ("... *in the sidebar*", "... *for tablets*") is the
+object of a phrase that restricts where or for what the rest holds."""
 
 DETERMINERS = _words("a an the this that these those all any each every some both either neither no another other")
 """Articles, demonstratives and quantifying determiners: they pick out the thing, they are not particles."""
