@@ -356,3 +356,8 @@ def test_a_participant_one_request_adds_is_a_change(comparator: Comparator) -> N
 def test_a_noun_heading_a_shared_phrase_frames_it(comparator: Comparator) -> None:
     result = comparator.compare("Stop the irrigation when it rains", "Stop the irrigation system when it rains")
     assert result.same, result.reason
+
+
+def test_an_action_one_request_adds_is_a_change(comparator: Comparator) -> None:
+    result = comparator.compare("Add the export button", "Add the export button, then deploy")
+    assert not result.same

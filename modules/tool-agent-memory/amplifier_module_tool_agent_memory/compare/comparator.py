@@ -581,6 +581,8 @@ class Comparator:
                 return []
             if _after_preposition(reading.tokens, item.pos):
                 return []  # "Add the login button *in the sidebar*": a phrase that restricts
+            if item.pos > 0 and reading.tokens[item.pos - 1] in _COORDINATORS:
+                return []  # "Add the login button, then *deploy*": another action or thing
             # A word of a statement's subject says what the statement is about ("EU customer data *backups* are
             # stored in Frankfurt"): never a framing word.
             pos = self.lexicon.main_pos(_surface(item))
@@ -693,6 +695,10 @@ def _negates(x: str, y: str) -> bool:
     return len(x) >= 3 and any(
         y.startswith(p) and (y == p + x or stem(y[len(p) :]) == stem(x)) for p in _NEGATING_PREFIXES
     )
+
+
+_COORDINATORS = frozenset(["and", "or", "but", "then", "also", "plus", "nor"])
+"""Coordinating conjunctions (and "then", "also"): a word after one adds an action or a thing."""
 
 
 def _is_content(token: str) -> bool:
