@@ -361,3 +361,17 @@ def test_a_noun_heading_a_shared_phrase_frames_it(comparator: Comparator) -> Non
 def test_an_action_one_request_adds_is_a_change(comparator: Comparator) -> None:
     result = comparator.compare("Add the export button", "Add the export button, then deploy")
     assert not result.same
+
+
+def test_an_amount_of_change_is_not_the_value_reached(comparator: Comparator) -> None:
+    result = comparator.compare("Set the seat count of the Pro plan to 40", "Raise the Pro plan seat count by 40")
+    assert not result.same and "order" in kinds(result)
+
+
+def test_a_request_may_not_leave_out_a_second_action(embedder: CachedEmbedder) -> None:
+    plans = Comparator(embedder, settings=PLAN_COMPARISON)
+    result = plans.compare(
+        "Add a rule that tags tickets from vip@corp.example as Urgent and pages the on-call engineer",
+        "Add a rule that tags tickets from vip@corp.example as Urgent",
+    )
+    assert not result.same

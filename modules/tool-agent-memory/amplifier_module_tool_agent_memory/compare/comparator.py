@@ -217,7 +217,7 @@ class Comparator:
         if word_diffs and s.subset_cosine is not None and cosine >= s.subset_cosine and all(
             d.new is None for d in word_diffs
         ) and 3 * len(word_diffs) <= len(ra.items) and not any(
-            self._qualifier(ra, d.old) for d in word_diffs
+            self._qualifier(ra, d.old) or self._second_action(ra, d.old) for d in word_diffs
         ):
             left_out = ", ".join(str(d.old) for d in word_diffs)
             return Comparison(Verdict.SAME, (), cosine, True,
@@ -373,6 +373,16 @@ class Comparator:
         # an adjective-like noun names the thing instead.
         at = {item.pos for item in reading.items if item.text == word and item.pos > 0}
         return any(item.pos - 1 in at and item.kind == "word" for item in reading.items)
+
+    def _second_action(self, reading: Reading, word: str | None) -> bool:
+        """``word`` is a verb coordinated with the request's ("... and *skips* the inbox"): an action the text
+        asks for, not context a request may leave out."""
+        if self.lexicon is None or word is None:
+            return False
+        return any(
+            item.text == word and item.pos > 0 and reading.tokens[item.pos - 1] in _COORDINATORS
+            for item in reading.items
+        ) and self.lexicon.main_pos(word.lower()) == "v"
 
     def _match_soft(self, side_a: _Side, side_b: _Side) -> list[Difference]:
         """Pair the words neither text accounts for lexically, one to one, by WordNet: synonyms (and verbs naming

@@ -588,4 +588,6 @@ def _roles(tokens: list[str]) -> dict[str, str]:
             assign(next_item(k + 1), "source")
         elif (t == "with" and saw_replace) or (t in TARGET_BEFORE and t not in ("with", "to")):
             assign(next_item(k), "target")
+        elif t == "by" and k + 1 < n and tokens[k + 1].startswith("<number:"):
+            assign(k + 1, "amount")  # "increase the stock by 150": the change, not the value reached ("to 150")
     return roles
