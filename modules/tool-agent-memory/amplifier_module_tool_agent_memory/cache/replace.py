@@ -26,7 +26,7 @@ import re
 from functools import lru_cache
 from typing import Literal
 
-from ..compare import Comparison, Verdict, subject_positions
+from ..compare import Comparison, Verdict, announces_change, subject_positions
 from ..compare.extract import read, stem
 from ..compare.lexicon import FUNCTION_WORDS
 from ..compare.subject import dating_word
@@ -119,4 +119,4 @@ def judge(comparison: Comparison, older: str, newer: str, merge_cosine: float) -
         return "changed"
     if comparison.decided and comparison.verdict is Verdict.DIFFERENT:
         return None
-    return "changed" if same_subject_new_value(older, newer) else None
+    return "changed" if same_subject_new_value(older, newer) or announces_change(older, newer) else None

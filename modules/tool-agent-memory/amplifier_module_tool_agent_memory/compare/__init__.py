@@ -9,6 +9,7 @@ Used by long-term memory dedup, working-memory cache dedup and plan lookup alike
     result.differences  # (Difference("number", "100 requests per minute", "200 requests per minute"),)
 """
 
+from .announce import announces_change
 from .comparator import Comparator, CompareSettings
 from .subject import another_subject, subject_positions
 from .types import DIFFERENCE_KINDS, Comparison, Difference, Verdict
@@ -23,6 +24,7 @@ __all__ = [
     "Relation",
     "Verdict",
     "WordNet",
+    "announces_change",
     "another_subject",
     "default_wordnet",
     "subject_positions",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 __all__ = [
     "BOUNDS",
+    "CHANGE_ADVERBS",
     "COLOURS",
     "DETERMINERS",
     "FRACTIONS",
@@ -90,6 +91,13 @@ PREPOSITIONS = _words(
 )
 """English prepositions: a word one text adds after one ("... *in the sidebar*", "... *for tablets*") is the
 object of a phrase that restricts where or for what the rest holds."""
+
+CHANGE_ADVERBS: tuple[tuple[str, ...], ...] = (
+    ("now",), ("anymore",), ("instead",), ("nowadays",), ("henceforth",), ("lately",), ("recently",),
+    ("no", "longer"), ("these", "days"), ("from", "now", "on"), ("as", "of"), ("starting",), ("effective",),
+)
+"""Adverbs and phrases of time that announce a change of state ("I now see Dr. Lindqvist", "these days I'd
+rather ...", "an Airbnb instead", "starting in April"): the statement replaces an earlier one."""
 
 DETERMINERS = _words("a an the this that these those all any each every some both either neither no another other")
 """Articles, demonstratives and quantifying determiners: they pick out the thing, they are not particles."""

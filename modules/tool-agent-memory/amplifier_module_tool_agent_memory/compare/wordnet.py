@@ -54,6 +54,9 @@ _SUFFIXES: dict[str, tuple[tuple[str, str], ...]] = {
 _HYPERNYM = frozenset({"@", "@i"})
 _HYPONYM = frozenset({"~", "~i"})
 
+_VERB_CHANGE = 30
+"""The lexicographer file ``verb.change`` (lexnames(5WN))."""
+
 Synset = tuple[str, int]
 """(part of speech file: n, v, a or r; the synset's stated offset)."""
 
@@ -200,6 +203,23 @@ class WordNet:
                 if best is None or score[:2] > best[:2]:
                     best = score
         return best[2] if best is not None else None
+
+    def change_verb(self, word: str) -> bool:
+        """``word`` is mostly a verb and its most frequent verb sense is filed under ``verb.change``
+        (lexicographer file 30, verbs of change of state, size, intensity: "switch", "change", "raise",
+        "replace", "reduce", "become"; not "take" or "run", whose main senses are filed elsewhere)."""
+        if self.main_pos(word) != "v":
+            return False
+        for lemma in self.lemmas(word, "v"):
+            senses = self._index(lemma, "v")[0]
+            if senses:
+                return self._lexfile(senses[0]) == _VERB_CHANGE
+        return False
+
+    def _lexfile(self, synset: Synset) -> int:
+        pos, offset = synset
+        line = _find_line(self._map(f"data.{_POS_FILES[pos]}"), b"%08d" % offset)
+        return int(line.split(maxsplit=2)[1]) if line is not None else -1
 
     def known(self, word: str) -> bool:
         """``word`` (or a base form of it) is in WordNet."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..compare import Comparator, Comparison, Verdict, another_subject
+from ..compare import Comparator, Comparison, Verdict, announces_change, another_subject
 from ..config import MemorySearchConfig
 from ..embeddings.providers import Embedder
 from ..errors import InvalidInput, NotFound
@@ -138,6 +138,18 @@ def is_one_change(comparison: Comparison, older: str | None = None, newer: str |
         and len(comparison.differences) <= MAX_CHANGE_DIFFERENCES
         and not (older is not None and newer is not None and another_subject(older, newer, comparison))
     )
+
+
+def acts_as_update(comparison: Comparison, older: str, newer: str) -> bool:
+    """``newer`` updates the fact ``older`` states: a decided change of one fact (``is_one_change``), or a
+    statement that announces its change of the same thing in other words ("My dentist is Dr. Okafor." /
+    "I switched dentists and now see Dr. Lindqvist.": ``compare.announces_change``) that the comparison
+    did not call a restatement or something different."""
+    if is_one_change(comparison, older, newer):
+        return True
+    if comparison.same or (comparison.decided and comparison.verdict is Verdict.DIFFERENT):
+        return False
+    return announces_change(older, newer)
 
 
 _BACKGROUND: ThreadPoolExecutor | None = None
@@ -313,20 +325,28 @@ class MemoryService:
             if kind == "note" and similarity < NOTE_MERGE_COSINE and not member.payload.get(SUPERSEDED_BY):
                 continue  # a note only merges, from NOTE_MERGE_COSINE: the comparison could change nothing
             comparison = self._compare(member, content, (stored_vec, vec) if stored_vec else None)
-            if not comparison.decided or comparison.verdict is Verdict.DIFFERENT:
+            if not self._may_act(comparison, member, content, kind):
                 continue
             newest = newest_of(self.coll, member.id, member.payload) if member.payload.get(SUPERSEDED_BY) else member
             if newest.id != member.id:
                 comparison = self._compare(newest, content, self._with_stored_vector(newest.id, vec))
-                if not comparison.decided or comparison.verdict is Verdict.DIFFERENT:
+                if not self._may_act(comparison, newest, content, kind):
                     continue
-            if comparison.verdict is Verdict.SAME:
+            if comparison.same:
                 if kind == "note" and comparison.similarity < NOTE_MERGE_COSINE:
                     continue
                 return Judgement(merge_into=newest, comparison=comparison)
-            if kind in UPDATABLE_KINDS and is_one_change(comparison, str(newest.payload.get("content", "")), content):
+            if kind in UPDATABLE_KINDS and acts_as_update(comparison, str(newest.payload.get("content", "")), content):
                 return Judgement(supersede=newest, comparison=comparison)
         return Judgement()
+
+    @staticmethod
+    def _may_act(comparison: Comparison, older: Member, content: str, kind: str) -> bool:
+        """The comparison decided a restatement or a change, or (an updatable kind) the new text announces
+        that it changes the older one: worth acting on (merge, link); anything else leaves both alone."""
+        if comparison.decided:
+            return comparison.verdict is not Verdict.DIFFERENT
+        return kind in UPDATABLE_KINDS and announces_change(str(older.payload.get("content", "")), content)
 
     def _declared(self, older_id: str, kind: str) -> Member:
         """The memory a declared update replaces: the newest of ``older_id``'s chain."""
@@ -534,7 +554,7 @@ class MemoryService:
         if known is not None:
             return known
         comparison = self._compare(Member(older.id, older.payload), newer_text, (a.tolist(), b.tolist()))
-        changed = is_one_change(comparison, older_text, newer_text)
+        changed = acts_as_update(comparison, older_text, newer_text)
         with self._changes_lock:
             self._changes_seen[key] = changed
             if len(self._changes_seen) > CHANGES_REMEMBERED:

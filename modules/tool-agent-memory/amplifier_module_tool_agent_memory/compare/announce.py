@@ -1,0 +1,87 @@
+"""A statement that announces it changes an older one: "I switched dentists and now see Dr. Lindqvist."
+
+People rarely restate a fact word for word when it changes; they say that it changed, with an adverb
+or phrase of time ("now", "instead", "these days", "no longer", "starting in April": a closed class of
+English, ``lexicon.CHANGE_ADVERBS``) or a verb of change (one whose main sense WordNet files under
+``verb.change``: "switched", "changed", "raise", "replaced"). Such a statement updates an older one
+about the same thing: one whose subject words all appear in it ("My dentist is Dr. Okafor." / "I
+switched dentists ..."; "The rent for the apartment is ..." / "... the apartment rent goes up ...").
+Neither alone is enough: a marker without the older subject is news about something else, and the
+older subject without a marker may be a second fact about it.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from .extract import read, stem
+from .lexicon import CHANGE_ADVERBS, FUNCTION_WORDS
+from .subject import dating_word, subject_positions
+from .wordnet import WordNet, default_wordnet
+
+__all__ = ["announces_change", "change_marker"]
+
+
+def _phrases(tokens: tuple[str, ...]) -> set[tuple[str, ...]]:
+    return {tuple(tokens[i : i + n]) for n in (1, 2, 3) for i in range(len(tokens) - n + 1)}
+
+
+_PUNCTUATION = ".,;:!?()[]\"'"
+
+
+def _words(text: str) -> list[str]:
+    """The lower-case words of ``text`` as written (the reader turns "no" into "not" and drops "longer")."""
+    return [t for t in (w.strip(_PUNCTUATION) for w in text.lower().split()) if t]
+
+
+@lru_cache(maxsize=4096)
+def change_marker(older: str, newer: str, wordnet: WordNet | None = None) -> str:
+    """The adverb or verb of change ``newer`` has and ``older`` lacks ("" when none)."""
+    wordnet = wordnet if wordnet is not None else default_wordnet()
+    said_before = _phrases(tuple(_words(older)))
+    for phrase in sorted(_phrases(tuple(_words(newer))) & set(CHANGE_ADVERBS) - said_before):
+        return " ".join(phrase)
+    if wordnet is None:
+        return ""
+    before = {stem(t) for t in read(older).tokens}
+    for token in read(newer).tokens:
+        # Light verbs are function words of a request but may still say a change ("the doctor *changed* ...").
+        if token.startswith("<") or not token.isalpha() or stem(token) in before:
+            continue
+        if wordnet.change_verb(token):
+            return token
+    return ""
+
+
+_PERSONAL = frozenset(["i", "we", "you", "he", "she", "they"])
+"""Personal pronouns: as a subject they name who the statement is about ("I prefer ...")."""
+
+
+def _subject_words(text: str, wordnet: WordNet | None) -> frozenset[str] | None:
+    """The stems of the content words and personal pronouns naming what ``text`` is about (dating words left
+    out: "our new office"); None without a subject (an imperative, a fragment)."""
+    subject = subject_positions(text, wordnet)
+    if not subject:
+        return None
+    tokens = read(text).tokens
+    words = {
+        stem(tokens[k])
+        for k in subject
+        if not tokens[k].startswith("<")
+        and (tokens[k] in _PERSONAL or tokens[k] not in FUNCTION_WORDS)
+        and not dating_word(tokens[k], wordnet)
+    }
+    return frozenset(words)
+
+
+def announces_change(older: str, newer: str, wordnet: WordNet | None = None) -> bool:
+    """``newer`` says it changed what ``older`` stated: it has a marker of change ``older`` lacks, and every
+    word of ``older``'s subject (a pronoun included) is in it."""
+    wordnet = wordnet if wordnet is not None else default_wordnet()
+    if not change_marker(older, newer, wordnet):
+        return False
+    subject = _subject_words(older, wordnet)
+    if not subject:
+        return False
+    newer_words = {stem(t) for t in read(newer).tokens if not t.startswith("<")}
+    return subject <= newer_words
