@@ -375,3 +375,8 @@ def test_a_request_may_not_leave_out_a_second_action(embedder: CachedEmbedder) -
         "Add a rule that tags tickets from vip@corp.example as Urgent",
     )
     assert not result.same
+
+
+def test_a_hyphenated_name_with_a_one_letter_part_is_an_identifier(comparator: Comparator) -> None:
+    result = comparator.compare("Reboot every node in rack-c tonight", "Reboot every node in rack-d tonight")
+    assert not result.same and "identifier" in kinds(result)

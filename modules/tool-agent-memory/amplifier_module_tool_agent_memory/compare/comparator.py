@@ -477,7 +477,7 @@ class Comparator:
             return True
         if item.kind == "identifier" and item.parts and all(
             p in other_stems
-            or p in FUNCTION_WORDS
+            or (p in FUNCTION_WORDS and len(p) > 1)  # "greenhouse-a" / "greenhouse-b": a one-letter part is a label
             or any(_abbreviation(p, o) or _abbreviation(o, p) for o in other_stems)
             for p in item.parts
         ):

@@ -126,7 +126,8 @@ _NUMBER = (
     r"(?P<suffix>%|[A-Za-z]{1,3}\b)?(?:/(?P<per>[A-Za-z]{1,8})\b)?)"
 )
 _IDENT = (
-    r"(?P<ident>\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b"
+    r"(?P<ident>\b[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*-(?:[A-Za-z]|\d+)\b(?![-.]\w)"
+    r"|\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b"
     r"|\b[a-z]{2,}[0-9]*(?:[A-Z][a-z0-9]*)+\b"
     r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b"
     r"|\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b)"
