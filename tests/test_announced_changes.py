@@ -66,3 +66,10 @@ def test_the_cache_pack_keeps_only_the_announced_change(make_runtime: Callable[.
     note(svc, VET)
     note(svc, NEW_VET)
     assert packed_texts(pack(svc)) == [NEW_VET]
+
+
+async def test_a_loose_new_value_of_the_same_subject_ranks_above_the_older(tools: dict[str, Any]) -> None:
+    await store(tools, "My cousin Lea lives in Porto.")
+    new = await store(tools, "My cousin Lea packed her bags and went to live in Seville.")
+    results = output_of(await tools["memory_search"].execute({"query": "where does my cousin Lea live?"}))["results"]
+    assert results[0]["id"] == new["id"]

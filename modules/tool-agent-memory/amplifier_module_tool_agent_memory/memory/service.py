@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..compare import Comparator, Comparison, Verdict, announces_change, another_subject
+from ..compare.statement import same_subject_new_value
 from ..config import MemorySearchConfig
 from ..embeddings.providers import Embedder
 from ..errors import InvalidInput, NotFound
@@ -554,7 +555,14 @@ class MemoryService:
         if known is not None:
             return known
         comparison = self._compare(Member(older.id, older.payload), newer_text, (a.tolist(), b.tolist()))
-        changed = acts_as_update(comparison, older_text, newer_text)
+        # A swap of two neighbours hides nothing: besides an update, a newer statement of the same subject with
+        # another ending (a loose rewording of a new value, "My sister Ana packed up and moved to Vancouver")
+        # ranks above the older unless the comparison called them a restatement or different.
+        changed = acts_as_update(comparison, older_text, newer_text) or (
+            not comparison.same
+            and not (comparison.decided and comparison.verdict is Verdict.DIFFERENT)
+            and same_subject_new_value(older_text, newer_text)
+        )
         with self._changes_lock:
             self._changes_seen[key] = changed
             if len(self._changes_seen) > CHANGES_REMEMBERED:

@@ -1,0 +1,89 @@
+"""One statement's parts: its subject (what it is about) and its predicate, which ends with the value it states.
+
+English puts the new information last, so two one-sentence statements with the same subject and
+another last word state two values of one thing ("My gym is FitLab on Elm Street." / "My gym is
+Pulse Fitness downtown."), and two with the same predicate and another subject are two facts ("EU
+customer data is stored in Frankfurt." / "EU customer data backups are stored in Frankfurt.").
+The cache acts on these shapes (``cache/replace.py``), and memory search ranks the newer of the
+first shape above the older. Only closed classes of English are listed here (determiners,
+auxiliaries); what a subject is comes from ``compare.subject``.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from .extract import read, stem
+from .lexicon import FUNCTION_WORDS
+from .subject import dating_word, subject_positions
+
+__all__ = ["one_statement", "same_predicate_other_subject", "same_subject_new_value"]
+
+DETERMINERS = frozenset(
+    ["a", "an", "the", "this", "that", "these", "those", "my", "your", "his", "her", "its", "our", "their"]
+)
+"""They pick a thing out, they do not name it: "my steak" and "their steak" say the same of a steak."""
+
+AUXILIARIES: dict[str, str] = {
+    **dict.fromkeys(("is", "are", "was", "were", "be", "been", "being", "am", "'s", "'re", "'m"), "be"),
+    **dict.fromkeys(("has", "have", "had", "having", "'ve"), "have"),
+    **dict.fromkeys(("do", "does", "did"), "do"),
+}
+"""Forms of the primary auxiliaries by lemma, so that "data is stored" and "backups are stored" agree."""
+
+
+def _key(token: str) -> str:
+    if token.startswith("<"):
+        return token  # a value slot (number, date, version...) compares by its key
+    return AUXILIARIES.get(token) or stem(token)
+
+
+def _content(token: str) -> bool:
+    return token not in FUNCTION_WORDS and token not in AUXILIARIES
+
+
+@lru_cache(maxsize=4096)
+def _parts(text: str) -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...]] | None:
+    """(the subject's content keys, predicate keys, predicate content keys) of ``text``, determiners left out;
+    None when ``compare.subject`` finds no subject (an imperative, a fragment). A subject is a set of words:
+    "the tenant export limit" and "the export limit for a tenant" name the same thing; a word dating it
+    ("our new office") is left out of that set, as ``compare.subject`` leaves it out of what names a thing."""
+    subject = subject_positions(text)
+    if not subject:
+        return None
+    tokens = read(text).tokens
+    kept = [(i, t) for i, t in enumerate(tokens) if t not in DETERMINERS]
+    predicate = [t for i, t in kept if i not in subject]
+    return (
+        frozenset(_key(t) for i, t in kept if i in subject and _content(t) and not dating_word(t)),
+        tuple(_key(t) for t in predicate),
+        tuple(_key(t) for t in predicate if _content(t)),
+    )
+
+
+def same_predicate_other_subject(older: str, newer: str) -> bool:
+    """The texts say the same predicate of different subjects: two facts, whatever the comparison called them."""
+    a, b = _parts(older), _parts(newer)
+    return a is not None and b is not None and a[0] != b[0] and a[1] == b[1]
+
+
+_SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+\S")
+
+
+def one_statement(text: str) -> bool:
+    """``text`` is one sentence: a subject and an ending are those of the whole text, not of one of its
+    sentences (a chat excerpt of several remarks states no single fact). An abbreviation's full stop
+    ("Dr. Patel") reads as a sentence end, which only keeps such a text out of the replacement rule."""
+    return _SENTENCE_END.search(text.strip()) is None
+
+
+def same_subject_new_value(older: str, newer: str) -> bool:
+    """Both texts are one statement, with the same subject and different last words: another value of the
+    same thing."""
+    if not (one_statement(older) and one_statement(newer)):
+        return False
+    a, b = _parts(older), _parts(newer)
+    if a is None or b is None or a[0] != b[0] or not a[2] or not b[2]:
+        return False
+    return a[2][-1] != b[2][-1]
