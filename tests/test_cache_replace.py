@@ -28,6 +28,8 @@ SEATS_MINE = "I like window seats on trains."
 SEATS_BROTHER = "My brother likes window seats on trains."
 OFFICE_OLD = "Our office is in Leeds."
 OFFICE_NEW = "Our new office is in York."
+DISHWASHER_REPAIRED = "The dishwasher was repaired in May."
+DISHWASHER_MODEL = "The dishwasher is a Bosch Serie 4."
 
 
 async def _write(tools: dict[str, Any], content: str, scope: str = "replace") -> dict[str, Any]:
@@ -87,6 +89,13 @@ async def test_the_same_preference_of_another_person_keeps_both_in_the_pack(tool
     out = await _write(tools, SEATS_BROTHER)
     assert "superseded" not in out and out["merged"] is False
     assert sorted(await _pack_facts(tools)) == sorted([SEATS_MINE, SEATS_BROTHER])
+
+
+async def test_another_attribute_of_the_same_thing_keeps_both_in_the_pack(tools: dict[str, Any]) -> None:
+    await _write(tools, DISHWASHER_REPAIRED)
+    out = await _write(tools, DISHWASHER_MODEL)
+    assert "superseded" not in out
+    assert sorted(await _pack_facts(tools)) == sorted([DISHWASHER_REPAIRED, DISHWASHER_MODEL])
 
 
 def test_a_restatement_said_of_another_subject_is_not_merged() -> None:

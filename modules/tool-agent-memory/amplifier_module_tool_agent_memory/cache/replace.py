@@ -24,10 +24,21 @@ from __future__ import annotations
 from typing import Literal
 
 from ..compare import Comparison, Verdict, announces_change
-from ..compare.statement import one_statement, same_predicate_other_subject, same_subject_new_value
+from ..compare.statement import (
+    one_statement,
+    same_attribute_new_value,
+    same_predicate_other_subject,
+    same_subject_new_value,
+)
 from ..memory.service import is_one_change
 
-__all__ = ["judge", "one_statement", "same_predicate_other_subject", "same_subject_new_value"]
+__all__ = [
+    "judge",
+    "one_statement",
+    "same_attribute_new_value",
+    "same_predicate_other_subject",
+    "same_subject_new_value",
+]
 
 
 def judge(comparison: Comparison, older: str, newer: str, merge_cosine: float) -> Literal["same", "changed"] | None:
@@ -36,7 +47,8 @@ def judge(comparison: Comparison, older: str, newer: str, merge_cosine: float) -
 
     A decided restatement merges from ``merge_cosine`` on, unless it says the same of another subject; a
     decided change of one fact replaces (``is_one_change``), and so does any other change or undecided pair
-    that keeps the subject and changes the ending, unless the comparison decided they are different.
+    that keeps the subject and its predicate head and changes the ending, or that announces its change
+    (``compare.announces_change``), unless the comparison decided they are different.
     """
     if comparison.same:
         if comparison.similarity < merge_cosine or same_predicate_other_subject(older, newer):
@@ -46,4 +58,4 @@ def judge(comparison: Comparison, older: str, newer: str, merge_cosine: float) -
         return "changed"
     if comparison.decided and comparison.verdict is Verdict.DIFFERENT:
         return None
-    return "changed" if same_subject_new_value(older, newer) or announces_change(older, newer) else None
+    return "changed" if same_attribute_new_value(older, newer) or announces_change(older, newer) else None

@@ -17,8 +17,9 @@ from functools import lru_cache
 from .extract import read, stem
 from .lexicon import FUNCTION_WORDS
 from .subject import dating_word, subject_positions
+from .wordnet import default_wordnet
 
-__all__ = ["one_statement", "same_predicate_other_subject", "same_subject_new_value"]
+__all__ = ["one_statement", "same_attribute_new_value", "same_predicate_other_subject", "same_subject_new_value"]
 
 DETERMINERS = frozenset(
     ["a", "an", "the", "this", "that", "these", "those", "my", "your", "his", "her", "its", "our", "their"]
@@ -87,3 +88,28 @@ def same_subject_new_value(older: str, newer: str) -> bool:
     if a is None or b is None or a[0] != b[0] or not a[2] or not b[2]:
         return False
     return a[2][-1] != b[2][-1]
+
+
+def _predicate_head(text: str) -> str | None:
+    """What the predicate says of the subject: its first content word when WordNet mostly knows it as a verb
+    ("was *serviced* in November", "*averages* 95 euros"), else its first word, a copula or auxiliary by its
+    lemma ("*is* Pulse Fitness downtown", "*is* due on the 5th")."""
+    parts = _parts(text)
+    if parts is None or not parts[1]:
+        return None
+    wordnet = default_wordnet()
+    tokens = read(text).tokens
+    subject = subject_positions(text)
+    for t in (t for i, t in enumerate(tokens) if i not in subject):
+        if not t.startswith("<") and _content(t):
+            if wordnet is not None and wordnet.main_pos(t) == "v":
+                return stem(t)
+            break
+    return parts[1][0]
+
+
+def same_attribute_new_value(older: str, newer: str) -> bool:
+    """Another value of the same attribute of one thing: the same subject, the same predicate head, and
+    different last words ("My gym is FitLab on Elm Street." / "My gym is Pulse Fitness downtown."), not
+    another attribute of it ("The boiler was serviced in November." / "The boiler is a Vaillant model.")."""
+    return same_subject_new_value(older, newer) and _predicate_head(older) == _predicate_head(newer)
