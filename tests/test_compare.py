@@ -380,3 +380,30 @@ def test_a_request_may_not_leave_out_a_second_action(embedder: CachedEmbedder) -
 def test_a_hyphenated_name_with_a_one_letter_part_is_an_identifier(comparator: Comparator) -> None:
     result = comparator.compare("Reboot every node in rack-c tonight", "Reboot every node in rack-d tonight")
     assert not result.same and "identifier" in kinds(result)
+
+
+def test_thousands_written_with_k_or_a_scale_word_are_the_number() -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    texts = ("a budget of 64k", "a budget of 64 thousand", "a budget of 64,000")
+    keys = {s.key for text in texts for s in read(text).slots}
+    assert keys == {"64000"}
+
+
+def test_a_time_with_dotted_pm_is_a_time() -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    assert [(s.kind, s.key) for s in read("Call me at 7 p.m. sharp").slots] == [("time", "19:00")]
+
+
+def test_no_before_a_number_is_the_number_sign() -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    assert read("Book room no. 12 for Friday").negations == 0
+
+
+def test_lowering_a_value_to_another_is_no_negation() -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    assert read("Drop the Oak Lane rent to 1,400").negations == 0
+    assert read("Drop the Oak Lane listing").negations == 1

@@ -112,7 +112,10 @@ _DATE = (
     r"|(?i:\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
     r"(?:,?\s+\d{4})?\b))"
 )
-_TIME = r"(?P<time>\b\d{1,2}:\d{2}(?::\d{2})?(?:\s*(?i:am|pm|a\.m\.|p\.m\.))?(?!\w)|\b\d{1,2}\s*(?i:am|pm)\b)"
+_TIME = (
+    r"(?P<time>\b\d{1,2}:\d{2}(?::\d{2})?(?:\s*(?i:am|pm|a\.m\.|p\.m\.))?(?!\w)"
+    r"|\b\d{1,2}\s*(?:(?i:am|pm)\b|(?i:a\.m\.|p\.m\.)))"
+)
 _PATH = (
     r"(?P<path>(?<![\w/])(?:~|\.{1,2})?/[A-Za-z_:.{<\[][\w.:@%+{}<>\[\]-]*(?:/[\w.:@%+{}<>\[\]-]+)*/?"
     r"|\b[\w.-]+(?:/[\w.-]+)+\.[A-Za-z][A-Za-z0-9]{0,5}\b"
@@ -269,6 +272,8 @@ def read(text: str) -> Reading:
             if low == "not" and text[: m.start()].rstrip().endswith(","):
                 # "a 404, not a 500": a contrast naming the old side, not a negation of the request.
                 tokens.extend(("rather", "than"))
+            elif low == "no" and text[m.end() : m.end() + 1] == "." and _next_is_number(matches, i):
+                pass  # "no. 17": the number sign, not a negation
             elif low.endswith("n't") or low in NEGATORS:
                 tokens.append("not")
             elif low == "longer" and i > 0 and matches[i - 1].group(0).lower() == "no":
@@ -340,6 +345,10 @@ def _time_of_day(matches: list[re.Match[str]], i: int) -> tuple[str, int] | None
     if not 1 <= hour <= 12:
         return None
     return f"{hour % 12 + _PARTS_OF_DAY[words[2]]:02d}:00", i + 3
+
+
+def _next_is_number(matches: list[re.Match[str]], i: int) -> bool:
+    return i + 1 < len(matches) and matches[i + 1].lastgroup == "number"
 
 
 def _fraction_of_unit(matches: list[re.Match[str]], i: int) -> tuple[int, float] | None:
@@ -449,11 +458,19 @@ def _read_number(m: re.Match[str], matches: list[re.Match[str]], i: int) -> _Num
         return _Number(f"#{key}", None, None, i)
     if sfx == "x":
         return _Number(f"x{key}", None, None, i)
+    if sfx == "k":  # "485k", "150k km": thousands
+        return _finish(format((Decimal(key) * 1000).normalize(), "f"), matches, i, rate)
     if sfx in TIME_UNITS:
         return _Number(_seconds(key, TIME_UNITS[sfx]), None, rate, i)
     if sfx:
         return _Number(key, sfx, rate, i)
+    scale = _next_word(matches, i)
+    if scale in _SCALES:  # "485 thousand dollars", "2 million"
+        return _finish(format((Decimal(key) * _SCALES[scale]).normalize(), "f"), matches, i + 1, rate)
     return _finish(key, matches, i, rate)
+
+
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000, "billion": 1_000_000_000}
 
 
 def _percent(key: str) -> str:
@@ -512,6 +529,8 @@ def _main_verb_position(tokens: list[str], k: int, clause_starts: set[int]) -> b
     """
     if tokens[k].endswith("ing"):
         return False
+    if any(t == "to" and nxt.startswith("<number:") for t, nxt in zip(tokens[k + 1 :], tokens[k + 2 :], strict=False)):
+        return False  # "Drop 42 Maple St to 485k": lowering a value to another, not taking something away
     return k == 0 or k in clause_starts or tokens[k - 1] in _VERB_OPENERS or tokens[k - 1].endswith(":")
 
 
