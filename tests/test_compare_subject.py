@@ -223,3 +223,11 @@ def test_imperatives_are_never_another_subject() -> None:
 def test_a_comparison_without_differences_is_not_another_subject() -> None:
     a = "The billing queue is RabbitMQ."
     assert not another_subject(a, a, Comparison(Verdict.SAME, (), 1.0, True))
+
+
+def test_a_possessive_after_a_verb_points_back_at_the_subject_not_at_a_role() -> None:
+    assert subject_words("Grandma takes her tea with lemon and honey.") == ["grandma"]
+
+
+def test_a_definite_description_after_a_verb_is_still_a_role() -> None:
+    assert subject_words("Ines runs the quarterly budget review.") == ["the", "quarterly", "budget", "review"]

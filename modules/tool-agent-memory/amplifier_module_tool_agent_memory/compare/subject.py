@@ -166,6 +166,10 @@ def _definite_complement(tokens: tuple[str, ...], end: int, wordnet: WordNet | N
     verb_seen = False
     while k < len(tokens) and k < end + 4:
         t = tokens[k]
+        if verb_seen and t in _DEFINITE and t != "the":
+            # "Dad likes *his* coffee black": after a verb other than a copula, a possessive points back at
+            # the subject's own thing, not at a role ("Jonas manages *the* mobile team", "Dana is *my* manager").
+            return None
         if t in _DEFINITE or t == _ROLE_MARKER:
             return k
         if t in AUXILIARIES:
