@@ -73,3 +73,15 @@ async def test_a_loose_new_value_of_the_same_subject_ranks_above_the_older(tools
     new = await store(tools, "My cousin Lea packed her bags and went to live in Seville.")
     results = output_of(await tools["memory_search"].execute({"query": "where does my cousin Lea live?"}))["results"]
     assert results[0]["id"] == new["id"]
+
+
+def test_a_chat_excerpt_of_several_remarks_announces_nothing() -> None:
+    older = "I walk to work. It takes twenty minutes."
+    assert not announces_change(older, "I now cycle to work. It is quicker.")
+
+
+def test_a_title_abbreviation_does_not_end_a_statement() -> None:
+    from amplifier_module_tool_agent_memory.compare.statement import one_statement
+
+    assert one_statement("Our vet is Dr. Brandt at Elm St. clinic.")
+    assert not one_statement("Our vet moved. Dr. Brandt retired.")

@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from .extract import read, stem
 from .lexicon import CHANGE_ADVERBS, FUNCTION_WORDS
+from .statement import one_statement
 from .subject import dating_word, subject_positions
 from .wordnet import WordNet, default_wordnet
 
@@ -75,8 +76,11 @@ def _subject_words(text: str, wordnet: WordNet | None) -> frozenset[str] | None:
 
 
 def announces_change(older: str, newer: str, wordnet: WordNet | None = None) -> bool:
-    """``newer`` says it changed what ``older`` stated: it has a marker of change ``older`` lacks, and every
-    word of ``older``'s subject (a pronoun included) is in it."""
+    """``newer`` says it changed what ``older`` stated: both are one statement, ``newer`` has a marker of change
+    ``older`` lacks, and every word of ``older``'s subject (a pronoun included) is in it."""
+    # A chat excerpt of several remarks states no single fact: its "now" or "I" says nothing of the older one.
+    if not (one_statement(older) and one_statement(newer)):
+        return False
     wordnet = wordnet if wordnet is not None else default_wordnet()
     if not change_marker(older, newer, wordnet):
         return False

@@ -10,6 +10,7 @@ comparison's knowledge of open-class words comes from a stemmer and WordNet (see
 from __future__ import annotations
 
 __all__ = [
+    "ABBREVIATIONS",
     "BOUNDS",
     "CHANGE_ADVERBS",
     "COLOURS",
@@ -98,6 +99,12 @@ CHANGE_ADVERBS: tuple[tuple[str, ...], ...] = (
 )
 """Adverbs and phrases of time that announce a change of state ("I now see Dr. Lindqvist", "these days I'd
 rather ...", "an Airbnb instead", "starting in April"): the statement replaces an earlier one."""
+
+ABBREVIATIONS = _words(
+    "dr mr mrs ms mx prof st sr jr mt ft vs etc eg ie no nos approx dept est inc ltd co corp jan feb mar apr jun "
+    "jul aug sep sept oct nov dec mon tue tues wed thu thur thurs fri sat sun"
+)
+"""Abbreviations English writes with a full stop inside a sentence ("Dr. Patel", "St. Mary's", "no. 5")."""
 
 DETERMINERS = _words("a an the this that these those all any each every some both either neither no another other")
 """Articles, demonstratives and quantifying determiners: they pick out the thing, they are not particles."""

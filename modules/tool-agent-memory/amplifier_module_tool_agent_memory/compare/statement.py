@@ -15,7 +15,7 @@ import re
 from functools import lru_cache
 
 from .extract import read, stem
-from .lexicon import FUNCTION_WORDS
+from .lexicon import ABBREVIATIONS, FUNCTION_WORDS
 from .subject import dating_word, subject_positions
 from .wordnet import default_wordnet
 
@@ -69,14 +69,19 @@ def same_predicate_other_subject(older: str, newer: str) -> bool:
     return a is not None and b is not None and a[0] != b[0] and a[1] == b[1]
 
 
-_SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+\S")
-
+_SENTENCE_END = re.compile(r"(\w*)([.!?]+)[\"')\]]*\s+\S")
 
 def one_statement(text: str) -> bool:
     """``text`` is one sentence: a subject and an ending are those of the whole text, not of one of its
-    sentences (a chat excerpt of several remarks states no single fact). An abbreviation's full stop
-    ("Dr. Patel") reads as a sentence end, which only keeps such a text out of the replacement rule."""
-    return _SENTENCE_END.search(text.strip()) is None
+    sentences (a chat excerpt of several remarks states no single fact). A full stop after a title or
+    another common abbreviation ("Dr. Patel", "Elm St. clinic") or a letter ("J. Smith", "5 p.m. sharp") ends
+    nothing."""
+    for m in _SENTENCE_END.finditer(text.strip()):
+        word, marks = m.group(1), m.group(2)
+        if marks == "." and (word.lower() in ABBREVIATIONS or len(word) == 1):
+            continue
+        return False
+    return True
 
 
 def same_subject_new_value(older: str, newer: str) -> bool:
