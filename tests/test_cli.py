@@ -342,12 +342,14 @@ def test_demo_runs_every_step_on_a_temporary_root(
     report = json.loads(capsys.readouterr().out)
     assert report["ok"] is True and report["identity"] == "demo"
     assert not Path(report["root"]).exists()
-    assert [s["duplicate"] for s in report["stored"]] == [False] * 5 + [True]
+    assert [s["duplicate"] for s in report["stored"]] == [False] * 6 + [True]
+    assert report["stored"][5]["superseded"]["id"] == report["stored"][3]["id"]
     assert "[REDACTED:openai_api_key]" in report["redacted_content"]
     assert all(search["results"] for search in report["searches"])
     assert report["searches"][0]["results"][0]["kind"] == "decision"
-    assert report["memory_count"] == 5
-    assert report["events"]["memory:stored"] == 6
+    assert report["memory_count"] == 6
+    assert report["events"]["memory:stored"] == 7
+    assert report["searches"][3]["results"][0]["content"].startswith("CI now runs on Buildkite")
     assert [lookup["hit"] for lookup in report["plans"]["lookups"]] == [True, False]
     assert [w["merged"] for w in report["cache"]["written"]] == [False, False, False, True]
     assert report["cache"]["pack"]["token_count"] <= 200

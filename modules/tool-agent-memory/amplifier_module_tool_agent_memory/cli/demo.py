@@ -61,6 +61,13 @@ MEMORIES: tuple[dict[str, Any], ...] = (
         "tags": ["incident", "payments"],
     },
     {
+        # A changed fact, announced as people do ("now"): stored, linked to the fact it replaces.
+        "content": "CI now runs on Buildkite in about 7 minutes; flaky tests are still quarantined with the "
+        "@flaky marker.",
+        "kind": "fact",
+        "tags": ["ci"],
+    },
+    {
         # The first memory again, re-cased and re-spaced: an exact duplicate after normalisation.
         "content": "billing service:  We chose PostgreSQL 16 over MySQL because we need row-level "
         "security and JSONB columns (architecture review, March).",
@@ -73,6 +80,7 @@ QUESTIONS: tuple[str, ...] = (
     "Which database does the billing service use, and why?",
     "How should I write code examples for this user?",
     "What caused the payments outage?",
+    "Where does CI run and how long does it take?",
 )
 
 PLAN_PROMPT = "Deploy the billing service to staging"
@@ -161,6 +169,9 @@ async def _store_memories(tools: dict[str, Any], say: Narrator, timings: dict[st
             verdict = f"near duplicate of {out['id'][:8]} (similarity {out['similarity']}): refreshed"
         else:
             verdict = f"stored as {out['id'][:8]}"
+        if out.get("superseded"):
+            older = out["superseded"]
+            verdict += f"; replaces {older['id'][:8]} ({_short(older['content'], 40)}), kept and ranked below it"
         if out.get("redacted"):
             found = sorted({name for names in out["redacted"].values() for name in names})
             verdict += f"; secret redacted ({', '.join(found)})"
@@ -190,7 +201,8 @@ async def _search(tools: dict[str, Any], say: Narrator, timings: list[float]) ->
             continue
         say.say(f"  Q: {question}")
         for rank, hit in enumerate(result.output["results"], 1):
-            say.say(f"     {rank}. [{hit['score']:.3f}] ({hit['kind']}) {_short(hit['content'], 84)}")
+            older = " [superseded]" if hit.get("superseded_by") else ""
+            say.say(f"     {rank}. [{hit['score']:.3f}] ({hit['kind']}){older} {_short(hit['content'], 84)}")
         searches.append({"query": question, "results": result.output["results"]})
     say.report["searches"] = searches
 
