@@ -12,9 +12,12 @@ How it decides, in order:
    another word of the other text with a negating prefix (enable / disable), a WordNet
    antonym of it (increase / decrease, shut / open), or a function word WordNet calls the
    opposite of one the other text has instead (turn *on* / turn *off*).
-3. **Roles**: a value or word that one text puts on the old side of a change (``from X to``,
-   ``X ->``, ``instead of X``) and the other on the new side, or two items that trade places
-   across "to" ("Convert the MP3 files to WAV" / "... WAV files to MP3"): swapped order.
+   A negated opposite is the same ("no longer optional" / "required"); a negated synonym is not.
+3. **Roles and bounds**: a value or word that one text puts on the old side of a change (``from X
+   to``, ``X ->``, ``instead of X``) and the other on the new side, or two items that trade places
+   across "to" ("Convert the MP3 files to WAV" / "... WAV files to MP3"): swapped order; an amount
+   of change against the value reached ("by 150" / "to 150"). Values bounded in opposite ways
+   ("at least" / "at most", ``lexicon.BOUNDS``) are a qualifier change.
 4. **Words**: every content word of each text must be accounted for by the other text:
    the same Snowball stem, an abbreviation or acronym, a compound, a one-letter slip, or,
    one to one among the words left over, WordNet 3.0 (:mod:`.wordnet`): a shared synset, or
@@ -24,12 +27,14 @@ How it decides, in order:
    (unrelated, or a broader or narrower kind), else *content* (a substitution it cannot
    settle: a request verb, an unknown word); on one side only, a *qualifier*.
 
-Any difference of kinds 1-3 is a decided CHANGED. Word differences are decided when the
-two texts are aligned (most words shared, or the difference confined to a couple of words
-amid shared words and values); when they are not (a loose rewording), the pair is SAME from the
-whole-text cosine ``settings.rewording_cosine`` and undecided below it. Without any
-difference the texts are SAME (with synonyms, from ``settings.same_cosine``). Texts that
-are not aligned and whose cosine is under ``settings.different_cosine`` are DIFFERENT.
+Any difference of kinds 1-3 is a decided CHANGED. A single word one text adds that only frames
+what both say (``settings.framing_words``, see ``_framing``) is a restatement from
+``settings.same_cosine``. Word differences are decided when the two texts are aligned (most
+words shared, or the difference confined to a couple of words amid shared words and values);
+when they are not (a loose rewording), the pair is SAME from the whole-text cosine
+``settings.rewording_cosine`` and undecided below it. Without any difference the texts are SAME
+(with synonyms, from ``settings.same_cosine``). Texts that are not aligned and whose cosine is
+under ``settings.different_cosine`` are DIFFERENT.
 """
 
 from __future__ import annotations
