@@ -231,3 +231,11 @@ def test_a_possessive_after_a_verb_points_back_at_the_subject_not_at_a_role() ->
 
 def test_a_definite_description_after_a_verb_is_still_a_role() -> None:
     assert subject_words("Ines runs the quarterly budget review.") == ["the", "quarterly", "budget", "review"]
+
+
+def test_the_subject_of_a_clause_a_pronoun_decided_on_is_what_the_fact_is_about() -> None:
+    assert subject_words("We agreed the staging cluster will run Kubernetes 1.30.") == ["the", "staging", "cluster"]
+
+
+def test_a_pronoun_whose_verb_takes_no_clause_stays_the_subject() -> None:
+    assert subject_words("We agreed to run Kubernetes 1.30 on staging.") == ["we"]

@@ -193,6 +193,25 @@ def _existential_subject(text: str, tokens: tuple[str, ...]) -> frozenset[int] |
     return frozenset(range(k, len(tokens))) if k < len(tokens) else None
 
 
+def _clause_subject(tokens: tuple[str, ...], end: int) -> frozenset[int] | None:
+    """The subject of a clause a pronoun's verb takes as its object ("We decided [that] *the backend team*
+    will use Go", "I think *the printer* is broken"): a noun phrase opened by a determiner and closed by an
+    auxiliary; None when the subject is not a bare pronoun or no such clause follows its verb."""
+    if not all(t in _NOMINATIVE for t in tokens[:end]) or end + 1 >= len(tokens):
+        return None
+    k = end + 1
+    if tokens[k] == "that":
+        k += 1
+    if k >= len(tokens) or tokens[k] not in _DETERMINERS:
+        return None
+    for j in range(k + 1, min(len(tokens), k + 8)):
+        if tokens[j] in AUXILIARIES:
+            return frozenset(range(k, j)) if j > k + 1 else None
+        if not _is_word(tokens[j]) or tokens[j] in _PREPOSITIONS:
+            return None
+    return None
+
+
 def subject_positions(text: str, wordnet: WordNet | None = None) -> frozenset[int]:
     """Positions (in ``read(text).tokens``) of the words saying what ``text`` is about; empty when unknown.
 
@@ -209,6 +228,10 @@ def subject_positions(text: str, wordnet: WordNet | None = None) -> frozenset[in
     end = _subject_end(tokens, wordnet)
     if end is None or end == 0:
         return frozenset()
+    embedded = _clause_subject(tokens, end)
+    if embedded is not None:
+        # "We decided the kitchen renovation budget is 20,000 euros": the fact is the clause's.
+        return embedded
     if _bare_name(reading, end):
         start = _definite_complement(tokens, end, wordnet)
         if start is not None:
