@@ -6,6 +6,8 @@ Every pair is written for these tests (none comes from the dev data sets).
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from amplifier_module_tool_agent_memory.compare import (
     DIFFERENCE_KINDS,
@@ -407,3 +409,19 @@ def test_lowering_a_value_to_another_is_no_negation() -> None:
 
     assert read("Drop the Oak Lane rent to 1,400").negations == 0
     assert read("Drop the Oak Lane listing").negations == 1
+
+
+def test_a_hex_id_that_looks_like_scientific_notation_is_no_number() -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    assert [s.kind for s in read("Ticket 1e7014479 was triaged").slots] == ["identifier"]
+
+
+_VALUE_LIKE = st.text(alphabet=st.sampled_from(list("0123456789eExk.,-+/:%$#@'\" amptoinbyhalfover")), max_size=60)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(a=st.one_of(st.text(max_size=80), _VALUE_LIKE), b=st.one_of(st.text(max_size=80), _VALUE_LIKE))
+def test_the_comparison_of_any_two_texts_never_raises(comparator: Comparator, a: str, b: str) -> None:
+    result = comparator.judge(a, b, 0.7)
+    assert result.verdict in set(Verdict)

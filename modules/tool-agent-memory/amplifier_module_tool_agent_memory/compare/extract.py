@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -151,11 +151,18 @@ def _number_key(raw: str) -> str | None:
     text = raw.replace(",", "")
     try:
         value = Decimal(text)
-    except InvalidOperation:
+        if "e" in text.lower():
+            # "1e7014479" inside a hex id is no number anyone writes (and would overflow the context).
+            if abs(value.adjusted()) > _MAX_EXPONENT:
+                return None
+            return format(value.normalize(), "f")
+    except ArithmeticError:  # InvalidOperation, Overflow
         return None
-    if "e" in text.lower():
-        return format(value.normalize(), "f")
     return text.lstrip("+")
+
+
+_MAX_EXPONENT = 30
+"""Largest power of ten read as scientific notation ("3e-4", "6.02e23"); beyond it the digits are an id."""
 
 
 def _minutes(text: str) -> str:
@@ -258,6 +265,8 @@ def read(text: str) -> Reading:
             if num is not None:
                 add_number(num, text[m.start() : matches[num.end].end()])
                 i = num.end
+            else:
+                add_slot("identifier", raw.lower(), raw)  # digits that are no number ("1e7014479" of an id)
         elif kind == "ident":
             parts = _split_identifier(raw)
             items.append(Item("identifier", raw, "".join(parts), len(tokens), parts=parts))
