@@ -78,3 +78,18 @@ def error_of(result: ToolResult) -> dict[str, Any]:
     assert not result.success, f"expected a failure, got {result.output!r}"
     assert isinstance(result.error, dict)
     return result.error
+
+
+async def store_memory(tools: dict[str, Any], content: str, kind: str = "fact", **fields: Any) -> dict[str, Any]:
+    """memory_store through the tool; its output."""
+    return output_of(await tools["memory_store"].execute({"content": content, "kind": kind, **fields}))
+
+
+async def get_memory(tools: dict[str, Any], memory_id: str) -> dict[str, Any]:
+    """memory_get through the tool; the memory it returns."""
+    return dict(output_of(await tools["memory_get"].execute({"id": memory_id}))["memory"])
+
+
+async def search_memories(tools: dict[str, Any], query: str, **fields: Any) -> list[dict[str, Any]]:
+    """memory_search through the tool; its results, best first."""
+    return list(output_of(await tools["memory_search"].execute({"query": query, **fields}))["results"])

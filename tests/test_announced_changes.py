@@ -13,6 +13,7 @@ from typing import Any
 
 from cache_helpers import cache_service, note, pack, packed_texts
 from memory_helpers import ManualClock, output_of
+from memory_helpers import store_memory as store
 
 from amplifier_module_tool_agent_memory.compare import announces_change
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
@@ -25,8 +26,6 @@ SISTER_CAR = "My sister drives a blue Volvo."
 MY_CAR_NOW = "I now drive a blue Volvo."
 
 
-async def store(tools: dict[str, Any], content: str, kind: str = "fact") -> dict[str, Any]:
-    return output_of(await tools["memory_store"].execute({"content": content, "kind": kind}))
 
 
 def test_a_marker_of_change_with_the_older_subject_announces_a_change() -> None:

@@ -14,6 +14,8 @@ from typing import Any
 
 from cache_helpers import cache_service, note, pack, packed_texts
 from memory_helpers import ManualClock, output_of
+from memory_helpers import get_memory as get
+from memory_helpers import store_memory as store
 
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
@@ -39,12 +41,8 @@ PHONE = "My phone number is 555-1234."
 NEW_PHONE = "My new phone number is 555-9876."
 
 
-async def store(tools: dict[str, Any], content: str, kind: str = "fact") -> dict[str, Any]:
-    return output_of(await tools["memory_store"].execute({"content": content, "kind": kind}))
 
 
-async def get(tools: dict[str, Any], memory_id: str) -> dict[str, Any]:
-    return dict(output_of(await tools["memory_get"].execute({"id": memory_id}))["memory"])
 
 
 async def test_another_thing_with_the_same_value_is_stored_unlinked(tools: dict[str, Any]) -> None:

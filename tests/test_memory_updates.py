@@ -16,6 +16,9 @@ from typing import Any
 
 import pytest
 from memory_helpers import SERVER, ManualClock, error_of, output_of, runtime_tools
+from memory_helpers import get_memory as get
+from memory_helpers import search_memories as search
+from memory_helpers import store_memory as store
 
 from amplifier_module_tool_agent_memory.memory.models import MemoryRecord
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
@@ -34,16 +37,10 @@ ROLLOUT_1 = "Rolled out nginx 1.25 to the edge servers."
 ROLLOUT_2 = "Rolled out nginx 1.26 to the edge servers."
 
 
-async def store(tools: dict[str, Any], content: str, **fields: Any) -> dict[str, Any]:
-    return output_of(await tools["memory_store"].execute({"content": content, "kind": "fact", **fields}))
 
 
-async def get(tools: dict[str, Any], memory_id: str) -> dict[str, Any]:
-    return dict(output_of(await tools["memory_get"].execute({"id": memory_id}))["memory"])
 
 
-async def search(tools: dict[str, Any], query: str, **fields: Any) -> list[dict[str, Any]]:
-    return list(output_of(await tools["memory_search"].execute({"query": query, **fields}))["results"])
 
 
 async def chain_of_three(tools: dict[str, Any], clock: ManualClock) -> tuple[str, str, str]:
