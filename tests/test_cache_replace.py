@@ -11,12 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from amplifier_module_tool_agent_memory.cache.replace import (
-    judge,
-    same_predicate_other_subject,
-    same_subject_new_value,
-)
+from amplifier_module_tool_agent_memory.cache.replace import judge
 from amplifier_module_tool_agent_memory.compare import Comparison, Verdict
+from amplifier_module_tool_agent_memory.compare.statement import same_predicate_other_subject, same_subject_new_value
 
 BARBER_OLD = "My barber is Tony's on Main Street."
 BARBER_NEW = "My barber is Sharp Cuts near the station."

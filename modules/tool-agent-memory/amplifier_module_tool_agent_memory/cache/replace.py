@@ -23,22 +23,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..compare import Comparison, Verdict, announces_change
-from ..compare.statement import (
-    one_statement,
-    same_attribute_new_value,
-    same_predicate_other_subject,
-    same_subject_new_value,
-)
-from ..memory.service import is_one_change
+from ..compare import Comparison, announces_change
+from ..compare.statement import same_attribute_new_value, same_predicate_other_subject
+from ..memory.service import is_one_change, left_open
 
-__all__ = [
-    "judge",
-    "one_statement",
-    "same_attribute_new_value",
-    "same_predicate_other_subject",
-    "same_subject_new_value",
-]
+__all__ = ["judge"]
 
 
 def judge(comparison: Comparison, older: str, newer: str, merge_cosine: float) -> Literal["same", "changed"] | None:
@@ -56,6 +45,6 @@ def judge(comparison: Comparison, older: str, newer: str, merge_cosine: float) -
         return "same"
     if is_one_change(comparison, older, newer):
         return "changed"
-    if comparison.decided and comparison.verdict is Verdict.DIFFERENT:
-        return None
-    return "changed" if same_attribute_new_value(older, newer) or announces_change(older, newer) else None
+    if left_open(comparison) and (same_attribute_new_value(older, newer) or announces_change(older, newer)):
+        return "changed"
+    return None

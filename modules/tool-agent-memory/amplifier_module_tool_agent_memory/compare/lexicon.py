@@ -20,6 +20,7 @@ __all__ = [
     "MONTHS",
     "MULTIPLIERS",
     "NEGATORS",
+    "NOUN_DETERMINERS",
     "NUMBER_WORDS",
     "ORDINALS",
     "PLACE_BOUNDS",
@@ -105,6 +106,10 @@ ABBREVIATIONS = _words(
     "jul aug sep sept oct nov dec mon tue tues wed thu thur thurs fri sat sun"
 )
 """Abbreviations English writes with a full stop inside a sentence ("Dr. Patel", "St. Mary's", "no. 5")."""
+
+NOUN_DETERMINERS = _words("a an the this that these those my our your his her their its")
+"""Articles, demonstratives and possessives: they pick a thing out, they do not name it ("my steak" and
+"their steak" say the same of a steak), and the word after one belongs to a noun phrase."""
 
 DETERMINERS = _words("a an the this that these those all any each every some both either neither no another other")
 """Articles, demonstratives and quantifying determiners: they pick out the thing, they are not particles."""

@@ -15,16 +15,11 @@ import re
 from functools import lru_cache
 
 from .extract import read, stem
-from .lexicon import ABBREVIATIONS, FUNCTION_WORDS
+from .lexicon import ABBREVIATIONS, FUNCTION_WORDS, NOUN_DETERMINERS
 from .subject import dating_word, subject_positions
 from .wordnet import default_wordnet
 
 __all__ = ["one_statement", "same_attribute_new_value", "same_predicate_other_subject", "same_subject_new_value"]
-
-DETERMINERS = frozenset(
-    ["a", "an", "the", "this", "that", "these", "those", "my", "your", "his", "her", "its", "our", "their"]
-)
-"""They pick a thing out, they do not name it: "my steak" and "their steak" say the same of a steak."""
 
 AUXILIARIES: dict[str, str] = {
     **dict.fromkeys(("is", "are", "was", "were", "be", "been", "being", "am", "'s", "'re", "'m"), "be"),
@@ -45,8 +40,9 @@ def _content(token: str) -> bool:
 
 
 @lru_cache(maxsize=4096)
-def _parts(text: str) -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...]] | None:
-    """(the subject's content keys, predicate keys, predicate content keys) of ``text``, determiners left out;
+def _parts(text: str) -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...], tuple[str, ...]] | None:
+    """(the subject's content keys, predicate keys, predicate content keys, predicate tokens) of ``text``,
+    determiners left out;
     None when ``compare.subject`` finds no subject (an imperative, a fragment). A subject is a set of words:
     "the tenant export limit" and "the export limit for a tenant" name the same thing; a word dating it
     ("our new office") is left out of that set, as ``compare.subject`` leaves it out of what names a thing."""
@@ -54,12 +50,13 @@ def _parts(text: str) -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...]]
     if not subject:
         return None
     tokens = read(text).tokens
-    kept = [(i, t) for i, t in enumerate(tokens) if t not in DETERMINERS]
+    kept = [(i, t) for i, t in enumerate(tokens) if t not in NOUN_DETERMINERS]
     predicate = [t for i, t in kept if i not in subject]
     return (
         frozenset(_key(t) for i, t in kept if i in subject and _content(t) and not dating_word(t)),
         tuple(_key(t) for t in predicate),
         tuple(_key(t) for t in predicate if _content(t)),
+        tuple(predicate),
     )
 
 
@@ -103,9 +100,7 @@ def _predicate_head(text: str) -> str | None:
     if parts is None or not parts[1]:
         return None
     wordnet = default_wordnet()
-    tokens = read(text).tokens
-    subject = subject_positions(text)
-    for t in (t for i, t in enumerate(tokens) if i not in subject):
+    for t in parts[3]:
         if not t.startswith("<") and _content(t):
             if wordnet is not None and wordnet.main_pos(t) == "v":
                 return stem(t)

@@ -27,6 +27,7 @@ import re
 from functools import lru_cache
 
 from .extract import Reading, read
+from .lexicon import NOUN_DETERMINERS
 from .types import Comparison, Difference
 from .wordnet import WordNet, default_wordnet
 
@@ -54,8 +55,6 @@ _NOMINATIVE = _closed("i we they he she")
 _OBJECT_STARTERS = _closed("me us him her them it you the a an my our your his their its this that these those")
 """What follows a verb at the start of an imperative ("Remind me", "Set the"), besides names and values."""
 
-_DETERMINERS = _closed("the a an my our your his her their its this that these those")
-"""Articles, possessive and demonstrative determiners: the word after one belongs to a noun phrase."""
 _DEFINITE = _closed("the my our your his her their its")
 """Determiners of a definite description ("the on-call lead", "my dentist")."""
 
@@ -131,11 +130,11 @@ def _subject_end(tokens: tuple[str, ...], wordnet: WordNet | None) -> int | None
 def _main_verb(tokens: tuple[str, ...], k: int, wordnet: WordNet) -> bool:
     """The open-class word at ``k`` (not the first) is the finite verb of a clause without an auxiliary before it."""
     t = tokens[k]
-    if not _is_word(t) or t in _DETERMINERS or t in _PREPOSITIONS:
+    if not _is_word(t) or t in NOUN_DETERMINERS or t in _PREPOSITIONS:
         return False
     prev = tokens[k - 1]
     nxt = tokens[k + 1] if k + 1 < len(tokens) else ""
-    if prev in _DETERMINERS or prev in _PREPOSITIONS or nxt in AUXILIARIES:
+    if prev in NOUN_DETERMINERS or prev in _PREPOSITIONS or nxt in AUXILIARIES:
         return False  # a word right after a determiner, or right before an auxiliary, heads a noun phrase
     verb, inflected = _verb_forms(wordnet, t)
     if not verb or t.endswith("ing"):
@@ -152,7 +151,7 @@ def _main_verb(tokens: tuple[str, ...], k: int, wordnet: WordNet) -> bool:
 def _bare_name(reading: Reading, end: int) -> bool:
     """Every word before ``end`` is a proper name as written ("Priya", "Kenji Mori"): no determiner or pronoun."""
     tokens = reading.tokens[:end]
-    if any(t in _DETERMINERS or t in _NOMINATIVE or t.startswith("<") or t.endswith(_CONTRACTED_AUXILIARY)
+    if any(t in NOUN_DETERMINERS or t in _NOMINATIVE or t.startswith("<") or t.endswith(_CONTRACTED_AUXILIARY)
            for t in tokens):
         return False
     words = [item for item in reading.items if item.pos < end]
@@ -202,7 +201,7 @@ def _clause_subject(tokens: tuple[str, ...], end: int) -> frozenset[int] | None:
     k = end + 1
     if tokens[k] == "that":
         k += 1
-    if k >= len(tokens) or tokens[k] not in _DETERMINERS:
+    if k >= len(tokens) or tokens[k] not in NOUN_DETERMINERS:
         return None
     for j in range(k + 1, min(len(tokens), k + 8)):
         if tokens[j] in AUXILIARIES:

@@ -141,16 +141,17 @@ def is_one_change(comparison: Comparison, older: str | None = None, newer: str |
     )
 
 
+def left_open(comparison: Comparison) -> bool:
+    """The comparison called the pair neither a restatement nor something different: a change, or undecided."""
+    return not comparison.same and not (comparison.decided and comparison.verdict is Verdict.DIFFERENT)
+
+
 def acts_as_update(comparison: Comparison, older: str, newer: str) -> bool:
     """``newer`` updates the fact ``older`` states: a decided change of one fact (``is_one_change``), or a
     statement that announces its change of the same thing in other words ("My dentist is Dr. Okafor." /
     "I switched dentists and now see Dr. Lindqvist.": ``compare.announces_change``) that the comparison
     did not call a restatement or something different."""
-    if is_one_change(comparison, older, newer):
-        return True
-    if comparison.same or (comparison.decided and comparison.verdict is Verdict.DIFFERENT):
-        return False
-    return announces_change(older, newer)
+    return is_one_change(comparison, older, newer) or (left_open(comparison) and announces_change(older, newer))
 
 
 _BACKGROUND: ThreadPoolExecutor | None = None
@@ -559,9 +560,7 @@ class MemoryService:
         # another ending (a loose rewording of a new value, "My sister Ana packed up and moved to Vancouver")
         # ranks above the older unless the comparison called them a restatement or different.
         changed = acts_as_update(comparison, older_text, newer_text) or (
-            not comparison.same
-            and not (comparison.decided and comparison.verdict is Verdict.DIFFERENT)
-            and same_subject_new_value(older_text, newer_text)
+            left_open(comparison) and same_subject_new_value(older_text, newer_text)
         )
         with self._changes_lock:
             self._changes_seen[key] = changed
