@@ -425,3 +425,34 @@ _VALUE_LIKE = st.text(alphabet=st.sampled_from(list("0123456789eExk.,-+/:%$#@'\"
 def test_the_comparison_of_any_two_texts_never_raises(comparator: Comparator, a: str, b: str) -> None:
     result = comparator.judge(a, b, 0.7)
     assert result.verdict in set(Verdict)
+
+
+def test_a_code_name_in_capitals_is_a_label_not_a_pronoun(comparator: Comparator) -> None:
+    result = comparator.compare("Reboot the AP-3 router in the lobby tonight", "Reboot the US-3 router in the lobby tonight")
+    assert result.verdict is Verdict.CHANGED
+    assert "identifier" in kinds(result), result.reason
+
+
+def test_an_english_word_spelled_within_a_longer_word_does_not_abbreviate_it(comparator: Comparator) -> None:
+    # "plan" is a word of its own, not a shortening of "platoon"
+    result = comparator.compare("Send the second platoon to the north gate", "Send the second plan to the north gate")
+    assert not result.same, result.reason
+
+
+def test_a_word_wordnet_derives_the_longer_from_still_shortens_it(comparator: Comparator) -> None:
+    result = comparator.compare("Set the hedge height to 2 metres", "Keep the hedge 2 metres high")
+    assert "high" not in {d.new for d in result.differences}, result.reason
+
+
+def test_leaving_out_a_restricting_qualifier_is_no_rewording(embedder: CachedEmbedder) -> None:
+    plans = Comparator(embedder, settings=PLAN_COMPARISON)
+    stored = "Email the April invoice reminder on Monday at 08:30 to customers in the 'Enterprise' tier only"
+    result = plans.compare(stored, "Email the April invoice reminder on Monday at 08:30 to customers")
+    assert not result.same, result.reason
+
+
+def test_a_terse_request_may_leave_out_words_that_only_give_context(embedder: CachedEmbedder) -> None:
+    plans = Comparator(embedder, settings=PLAN_COMPARISON)
+    stored = "Convert the prices in column D of prices.csv from GBP to EUR at a rate of 1.17"
+    result = plans.compare(stored, "prices.csv col D: GBP -> EUR @ 1.17")
+    assert result.same, result.reason

@@ -232,7 +232,16 @@ class Comparator:
             if aligned:
                 return Comparison(Verdict.CHANGED, tuple(word_diffs), cosine, True, detail)
             anchored = bool(ra.slots) or min(len(side_a.matched), len(side_b.matched)) >= s.loose_anchor_words
-            if cosine >= s.rewording_cosine and anchored:
+            # When only one text has words left over, the other leaves them out: context a terse request may
+            # drop ("EUR -> USD @ 1.08" for "Convert the amounts ... at a rate of 1.08"), never a qualifier
+            # ("... to all subscribers" for "... to subscribers in the 'Pro plan' segment only").
+            reworded = any(d.old is not None for d in word_diffs) and any(d.new is not None for d in word_diffs)
+            restricts = not reworded and any(
+                self._qualifier(ra, d.old) or self._second_action(ra, d.old) if d.old is not None
+                else self._qualifier(rb, d.new) or self._second_action(rb, d.new)
+                for d in word_diffs
+            )
+            if cosine >= s.rewording_cosine and anchored and not restricts:
                 # The differing words cannot be localised to a substitution: the sentence model judges, when
                 # shared values (or enough shared words) anchor what both texts are about.
                 return Comparison(Verdict.SAME, (), cosine, True,
@@ -346,6 +355,15 @@ class Comparator:
                 novel_by_initial,
             ):
                 side.matched.add(k)
+
+    def _shortening(self, short: str, long_: str) -> bool:
+        """An abbreviation by letters taken out of the longer word ("cfg" / "config") is a shortening only when it
+        is no English word of its own ("grid" is not "gyroid", nor "pool" "protocol"), or one WordNet derives
+        the longer from ("high" / "height"). A prefix ("info", "repo") and a two-letter form ("mc") stay
+        shortenings."""
+        if long_.startswith(short) or len(short) < 3 or self.lexicon is None:
+            return True
+        return not self.lexicon.known(short) or self.lexicon.derived(short, long_)
 
     def _relation(self, x: Item, y: Item) -> Relation:
         """How two content words relate in WordNet (UNKNOWN for code names, or without the lexicon)."""
@@ -468,8 +486,8 @@ class Comparator:
                     out.append(Difference("polarity", x, y))
         return out
 
-    @staticmethod
     def _lexical(
+        self,
         item: Item,
         other_stems: frozenset[str],
         other_surfaces: Sequence[str],
@@ -480,9 +498,12 @@ class Comparator:
     ) -> bool:
         if item.stem in other_stems:
             return True
+        # A function word among a code name's parts is no label ("sign-in-2"), unless it is a letter
+        # ("greenhouse-a" / "greenhouse-b") or written in capitals ("US-2" / "EU-2": a code, not "us").
+        capitals = {w.lower() for w in re.findall(r"[A-Z]{2,}", item.text)}
         if item.kind == "identifier" and item.parts and all(
             p in other_stems
-            or (p in FUNCTION_WORDS and len(p) > 1)  # "greenhouse-a" / "greenhouse-b": a one-letter part is a label
+            or (p in FUNCTION_WORDS and len(p) > 1 and p not in capitals)
             or any(_abbreviation(p, o) or _abbreviation(o, p) for o in other_stems)
             for p in item.parts
         ):
@@ -498,7 +519,10 @@ class Comparator:
         # A word both texts have ("table") already has its counterpart: it abbreviates nothing else ("tablets").
         initials = {item.stem[:1], surface[:1]}
         for o in (o for initial in initials for o in novel_by_initial.get(initial, ())):
-            if _abbreviation(item.stem, o) or _abbreviation(surface, o) or _abbreviation(o, item.stem):
+            if any(
+                _abbreviation(short, long_) and self._shortening(short, long_)
+                for short, long_ in ((item.stem, o), (surface, o), (o, item.stem))
+            ):
                 return True
         # Compounds: "dataloader" = "data" + "loader"; acronyms: "lr" = "learning rate".
         return surface in compounds or (2 <= len(surface) <= 5 and surface.isalpha() and surface in acronyms)
