@@ -428,7 +428,9 @@ def test_the_comparison_of_any_two_texts_never_raises(comparator: Comparator, a:
 
 
 def test_a_code_name_in_capitals_is_a_label_not_a_pronoun(comparator: Comparator) -> None:
-    result = comparator.compare("Reboot the AP-3 router in the lobby tonight", "Reboot the US-3 router in the lobby tonight")
+    result = comparator.compare(
+        "Reboot the AP-3 router in the lobby tonight", "Reboot the US-3 router in the lobby tonight"
+    )
     assert result.verdict is Verdict.CHANGED
     assert "identifier" in kinds(result), result.reason
 
