@@ -12,10 +12,11 @@ from collections.abc import Callable
 from typing import Any
 
 from cache_helpers import cache_service, note, pack, packed_texts
-from memory_helpers import ManualClock, output_of
+from memory_helpers import DISTINCT_FACTS, ManualClock, output_of
 from memory_helpers import store_memory as store
 
-from amplifier_module_tool_agent_memory.compare import announces_change
+from amplifier_module_tool_agent_memory.compare import announced_update, announces_change
+from amplifier_module_tool_agent_memory.compare.announce import change_marker
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
 VET = "Our vet is Dr. Brandt at Elm Street Animal Clinic."
@@ -84,3 +85,65 @@ def test_a_title_abbreviation_does_not_end_a_statement() -> None:
 
     assert one_statement("Our vet is Dr. Brandt at Elm St. clinic.")
     assert not one_statement("Our vet moved. Dr. Brandt retired.")
+
+
+SEAT = "I prefer the aisle seat on long train rides."
+SEAT_NOW = (
+    "Honestly, after that awful night journey I have changed my mind: book me a window seat from now on so I can "
+    "lean on the glass and doze."
+)
+RETREAT = "We decided to hold the spring retreat in Ghent."
+RETREAT_NOW = "Change of plans for the retreat: the venue cancelled on us, so we are doing it in Utrecht instead."
+
+
+def test_a_change_told_with_its_reasons_is_far_from_the_older_text(embedder: Any) -> None:
+    # What the next tests rely on: the sentence model puts these pairs under the comparison's cosine gate.
+    for older, newer in ((SEAT, SEAT_NOW), (RETREAT, RETREAT_NOW)):
+        a, b = embedder.embed_documents([older, newer])
+        assert sum(x * y for x, y in zip(a, b, strict=True)) < 0.5
+
+
+def test_a_change_told_with_its_reasons_names_what_it_changes() -> None:
+    assert announced_update(SEAT, SEAT_NOW)
+    assert announced_update(RETREAT, RETREAT_NOW)
+
+
+def test_an_i_statement_with_a_marker_about_something_else_updates_nothing() -> None:
+    assert not announced_update(SEAT, "I now work from home on Fridays.")
+
+
+def test_a_word_that_only_qualifies_another_ties_no_change_to_an_i_statement() -> None:
+    older = "We pay 300 euros a month into the kids' holiday fund."
+    assert not announced_update(older, "We switched the kids to a new swimming coach, still on Sundays.")
+
+
+def test_a_name_is_no_verb_of_change() -> None:
+    assert change_marker("Our services are written in Go.", "The parser is written in Rust.") == ""
+
+
+def test_what_happens_as_a_rule_is_no_change() -> None:
+    assert change_marker("My son's school is in Hove.", "My son's school starts at 8:30.") == ""
+    assert change_marker("My son's school is in Hove.", "My son's school started a new timetable.") == "started"
+
+
+async def test_a_change_told_with_its_reasons_is_linked_and_ranked_above(tools: dict[str, Any]) -> None:
+    for fact in DISTINCT_FACTS[:8]:
+        await store(tools, fact, kind="preference")
+    old = await store(tools, SEAT, kind="preference")
+    new = await store(tools, SEAT_NOW, kind="preference")
+    assert new["superseded"]["id"] == old["id"]
+    results = output_of(await tools["memory_search"].execute({"query": "which seat do I like on trains?"}))["results"]
+    assert [r["id"] for r in results].index(new["id"]) < [r["id"] for r in results].index(old["id"])
+
+
+async def test_an_unrelated_i_statement_with_a_marker_is_not_linked(tools: dict[str, Any]) -> None:
+    await store(tools, SEAT, kind="preference")
+    other = await store(tools, "I now work from home on Fridays.", kind="preference")
+    assert "superseded" not in other
+
+
+def test_the_cache_pack_keeps_only_a_change_told_with_its_reasons(make_runtime: Callable[..., AgentMemory]) -> None:
+    svc = cache_service(make_runtime, ManualClock())
+    note(svc, RETREAT)
+    note(svc, RETREAT_NOW)
+    assert packed_texts(pack(svc)) == [RETREAT_NOW]

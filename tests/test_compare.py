@@ -458,3 +458,11 @@ def test_a_terse_request_may_leave_out_words_that_only_give_context(embedder: Ca
     stored = "Convert the prices in column D of prices.csv from GBP to EUR at a rate of 1.17"
     result = plans.compare(stored, "prices.csv col D: GBP -> EUR @ 1.17")
     assert result.same, result.reason
+
+
+def test_a_loose_rewording_that_brings_another_name_is_no_restatement(comparator: Comparator) -> None:
+    older = "My vet is Dr. Moreau at the Hillside practice."
+    newer = "Since Dr. Moreau retired my vet is Dr. Lindgren at the Oakfield veterinary practice."
+    result = comparator.compare(older, newer)
+    assert result.similarity >= 0.8  # a loose rewording the sentence model alone would call the same
+    assert not result.same, result.reason

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..compare import Comparison, announces_change
+from ..compare import Comparison, announced_update, announces_change
 from ..compare.statement import same_attribute_new_value, same_predicate_other_subject
 from ..memory.service import is_one_change, left_open
 
@@ -37,7 +37,8 @@ def judge(comparison: Comparison, older: str, newer: str, merge_cosine: float) -
     A decided restatement merges from ``merge_cosine`` on, unless it says the same of another subject; a
     decided change of one fact replaces (``is_one_change``), and so does any other change or undecided pair
     that keeps the subject and its predicate head and changes the ending, or that announces its change
-    (``compare.announces_change``), unless the comparison decided they are different.
+    (``compare.announces_change``), unless the comparison decided they are different; a change announced
+    of what ``older`` states (``compare.announced_update``) replaces it even then.
     """
     if comparison.same:
         if comparison.similarity < merge_cosine or same_predicate_other_subject(older, newer):
@@ -46,5 +47,9 @@ def judge(comparison: Comparison, older: str, newer: str, merge_cosine: float) -
     if is_one_change(comparison, older, newer):
         return "changed"
     if left_open(comparison) and (same_attribute_new_value(older, newer) or announces_change(older, newer)):
+        return "changed"
+    # A change told with its reasons ("... I've changed my mind: book me window seats from now on ...") may
+    # look like something else to the comparison; it still names what it changes.
+    if announced_update(older, newer):
         return "changed"
     return None

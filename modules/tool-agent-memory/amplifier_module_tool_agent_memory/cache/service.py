@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ..compare import Comparator, Comparison
+from ..compare import Comparator, Comparison, announced_update, says_a_change
 from ..config import CacheConfig
 from ..embeddings.providers import Embedder
 from ..errors import InvalidInput, NotFound
@@ -52,6 +52,9 @@ logger = logging.getLogger(__name__)
 # Live items of the same kind compared with a new one: one, as for long-term memory
 # (memory/service.py COMPARE_CANDIDATES).
 COMPARE_CANDIDATES = 1
+# A new item with a marker of change is compared with this many nearest live items, whatever their cosine, and
+# replaces only one it announces a change of (memory/service.py ANNOUNCED_CANDIDATES).
+ANNOUNCED_CANDIDATES = 3
 # A cache merge drops the newer text (an item holds one content), so a restatement merges only
 # from this cosine: the lowest of the restatements the comparison merged in half A of the updates
 # dev file (0.883); on LoCoMo chat fragments it called different remarks the same at 0.80-0.86.
@@ -413,12 +416,17 @@ class CacheService:
         restatement or change answers (``replace.judge`` decides from the comparison and where the
         texts differ; the cosine bounds the work).
         """
-        for item, similarity in self._nearest_same_kind(st, vec, kind, now):
-            if similarity < self.config.dedup_threshold:
-                break
+        announcing = says_a_change(content)
+        limit = ANNOUNCED_CANDIDATES if announcing else COMPARE_CANDIDATES
+        nearest = self._nearest_same_kind(st, vec, kind, now, limit)
+        for rank, (item, similarity) in enumerate(nearest):
+            # A far item (past the nearest, or under the cosine) is only replaced by a change announced of it.
+            far = rank >= COMPARE_CANDIDATES or similarity < self.config.dedup_threshold
+            if far and not (announcing and announced_update(item.content, content)):
+                continue
             comparison = self.comparator.compare(item.content, content, vectors=(st.vecs[item.id].tolist(), vec))
             verdict = judge(comparison, item.content, content, MERGE_COSINE)
-            if verdict is not None:
+            if verdict is not None and not (far and verdict == "same"):
                 return verdict, item, comparison
         return None
 
@@ -519,9 +527,9 @@ class CacheService:
             self.coll.set_payload(block.id, {"version": block.version})
 
     def _nearest_same_kind(
-        self, st: ScopeState, vec: Sequence[float], kind: str, now: datetime
+        self, st: ScopeState, vec: Sequence[float], kind: str, now: datetime, limit: int
     ) -> list[tuple[CacheItem, float]]:
-        """The live items of ``kind`` nearest to ``vec`` (at most COMPARE_CANDIDATES), nearest first."""
+        """The ``limit`` live items of ``kind`` nearest to ``vec``, nearest first."""
         if not st.items:
             return []
         rows, sims = st.similarities(vec)
@@ -531,7 +539,7 @@ class CacheService:
             if item.kind == kind and item.alive(now):
                 found.append((item, float(sims[row])))
         found.sort(key=lambda pair: pair[1], reverse=True)
-        return found[:COMPARE_CANDIDATES]
+        return found[:limit]
 
     def _write_result(
         self, st: ScopeState, block: CacheBlock, item: CacheItem, now: datetime, *, merged: bool

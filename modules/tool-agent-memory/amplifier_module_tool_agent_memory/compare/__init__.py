@@ -9,7 +9,7 @@ Used by long-term memory dedup, working-memory cache dedup and plan lookup alike
     result.differences  # (Difference("number", "100 requests per minute", "200 requests per minute"),)
 """
 
-from .announce import announces_change
+from .announce import announced_update, announces_change, says_a_change
 from .comparator import Comparator, CompareSettings
 from .subject import another_subject, subject_positions
 from .types import DIFFERENCE_KINDS, Comparison, Difference, Verdict
@@ -24,8 +24,10 @@ __all__ = [
     "Relation",
     "Verdict",
     "WordNet",
+    "announced_update",
     "announces_change",
     "another_subject",
     "default_wordnet",
+    "says_a_change",
     "subject_positions",
 ]

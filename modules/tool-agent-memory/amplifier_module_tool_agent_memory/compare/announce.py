@@ -16,11 +16,11 @@ from functools import lru_cache
 
 from .extract import read, stem
 from .lexicon import CHANGE_ADVERBS, FUNCTION_WORDS
-from .statement import one_statement
+from .statement import one_statement, predicate_heads
 from .subject import dating_word, subject_positions
 from .wordnet import WordNet, default_wordnet
 
-__all__ = ["announces_change", "change_marker"]
+__all__ = ["announced_update", "announces_change", "change_marker", "says_a_change"]
 
 
 def _phrases(tokens: tuple[str, ...]) -> set[tuple[str, ...]]:
@@ -45,13 +45,21 @@ def change_marker(older: str, newer: str, wordnet: WordNet | None = None) -> str
     if wordnet is None:
         return ""
     before = {stem(t) for t in read(older).tokens}
+    # A capitalised word past the first is a name ("written in Rust"), not a verb.
+    names = {w.strip(_PUNCTUATION).lower() for w in newer.split()[1:] if w[:1].isupper()}
     for token in read(newer).tokens:
         # Light verbs are function words of a request but may still say a change ("the doctor *changed* ...").
-        if token.startswith("<") or not token.isalpha() or stem(token) in before:
+        if token.startswith("<") or not token.isalpha() or stem(token) in before or token in names:
             continue
-        if wordnet.change_verb(token):
+        # The present of the third person tells what happens as a rule ("school *starts* at 8:15"), not a change.
+        if wordnet.change_verb(token) and not _third_person(token, wordnet):
             return token
     return ""
+
+
+def _third_person(token: str, wordnet: WordNet) -> bool:
+    """``token`` is a verb's present third person singular ("starts", "finishes"): an -s form of another lemma."""
+    return token.endswith("s") and any(lemma != token for lemma in wordnet.lemmas(token, "v"))
 
 
 _PERSONAL = frozenset(["i", "we", "you", "he", "she", "they"])
@@ -89,3 +97,27 @@ def announces_change(older: str, newer: str, wordnet: WordNet | None = None) -> 
         return False
     newer_words = {stem(t) for t in read(newer).tokens if not t.startswith("<")}
     return subject <= newer_words
+
+
+def says_a_change(text: str, wordnet: WordNet | None = None) -> bool:
+    """``text`` has a marker of change at all (what an older text could lack): worth looking further for what it
+    changes than the nearest memory."""
+    return one_statement(text) and bool(change_marker("", text, wordnet))
+
+
+def announced_update(older: str, newer: str, wordnet: WordNet | None = None) -> bool:
+    """``newer`` announces a change of what ``older`` states, however far apart the sentence model puts them: a
+    change told with its reasons shares few words with the statement it replaces ("I prefer aisle seats when
+    booking flights." / "Actually, after that last red-eye I've changed my mind: book me window seats from now
+    on so I can sleep."). ``announces_change`` holds, and when ``older``'s subject is only a personal pronoun
+    (an "I ... now ..." statement may be about anything the speaker does) ``newer`` also has a word heading a
+    phrase of ``older``'s predicate ("aisle *seats*"; not a word that only qualifies another, "the *car*
+    insurance", which a statement about something else may mention)."""
+    wordnet = wordnet if wordnet is not None else default_wordnet()
+    if not announces_change(older, newer, wordnet):
+        return False
+    subject = _subject_words(older, wordnet) or frozenset()
+    if subject - _PERSONAL:
+        return True
+    newer_words = {stem(t) for t in read(newer).tokens if not t.startswith("<")}
+    return bool(predicate_heads(older) & newer_words)

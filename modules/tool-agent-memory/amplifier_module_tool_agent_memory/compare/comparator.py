@@ -241,7 +241,10 @@ class Comparator:
                 else self._qualifier(rb, d.new) or self._second_action(rb, d.new)
                 for d in word_diffs
             )
-            if cosine >= s.rewording_cosine and anchored and not restricts:
+            # A name or code name one text has and the other lacks is a value, whatever the sentence model says
+            # ("My dentist is Dr. Alvarez ..." / "... Dr. Alvarez retired, so ... my dentist is now Dr. Okafor").
+            named = any(d.kind in ("name", "identifier") for d in word_diffs)
+            if cosine >= s.rewording_cosine and anchored and not restricts and not named:
                 # The differing words cannot be localised to a substitution: the sentence model judges, when
                 # shared values (or enough shared words) anchor what both texts are about.
                 return Comparison(Verdict.SAME, (), cosine, True,

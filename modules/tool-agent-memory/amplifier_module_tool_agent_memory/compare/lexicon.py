@@ -96,7 +96,8 @@ object of a phrase that restricts where or for what the rest holds."""
 
 CHANGE_ADVERBS: tuple[tuple[str, ...], ...] = (
     ("now",), ("anymore",), ("instead",), ("nowadays",), ("henceforth",), ("lately",), ("recently",),
-    ("no", "longer"), ("these", "days"), ("from", "now", "on"), ("as", "of"), ("starting",), ("effective",),
+    ("no", "longer"), ("these", "days"), ("from", "now", "on"), ("from", "here", "on"), ("from", "today",),
+    ("going", "forward"), ("moving", "forward"), ("as", "of"), ("starting",), ("effective",),
 )
 """Adverbs and phrases of time that announce a change of state ("I now see Dr. Lindqvist", "these days I'd
 rather ...", "an Airbnb instead", "starting in April"): the statement replaces an earlier one."""

@@ -19,7 +19,13 @@ from .lexicon import ABBREVIATIONS, FUNCTION_WORDS, NOUN_DETERMINERS
 from .subject import dating_word, subject_positions
 from .wordnet import default_wordnet
 
-__all__ = ["one_statement", "same_attribute_new_value", "same_predicate_other_subject", "same_subject_new_value"]
+__all__ = [
+    "one_statement",
+    "predicate_heads",
+    "same_attribute_new_value",
+    "same_predicate_other_subject",
+    "same_subject_new_value",
+]
 
 AUXILIARIES: dict[str, str] = {
     **dict.fromkeys(("is", "are", "was", "were", "be", "been", "being", "am", "'s", "'re", "'m"), "be"),
@@ -57,6 +63,24 @@ def _parts(text: str) -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...],
         tuple(_key(t) for t in predicate),
         tuple(_key(t) for t in predicate if _content(t)),
         tuple(predicate),
+    )
+
+
+def predicate_heads(text: str) -> frozenset[str]:
+    """The stems of the content words that end a phrase of ``text``'s predicate: its verb when an object
+    follows it ("*drive* a 2015 Honda Civic"), the head noun of a phrase ("aisle *seats* when ...", "the team
+    *offsite* in Lisbon"), not a word qualifying the next one ("the *car* insurance", "the kids' savings");
+    empty without a subject."""
+    parts = _parts(text)
+    if parts is None:
+        return frozenset()
+    tokens = parts[3]
+    return frozenset(
+        _key(t)
+        for k, t in enumerate(tokens)
+        if not t.startswith("<")
+        and _content(t)
+        and not (k + 1 < len(tokens) and not tokens[k + 1].startswith("<") and _content(tokens[k + 1]))
     )
 
 

@@ -17,7 +17,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..compare import Comparator, Comparison, Verdict, announces_change, another_subject
+from ..compare import (
+    Comparator,
+    Comparison,
+    Verdict,
+    announced_update,
+    announces_change,
+    another_subject,
+    says_a_change,
+)
 from ..compare.statement import same_subject_new_value
 from ..config import MemorySearchConfig
 from ..embeddings.providers import Embedder
@@ -71,6 +79,9 @@ UPDATABLE_KINDS = frozenset({"fact", "decision", "preference"})
 # file one, two and three candidates gave the same figures, and each comparison costs a store
 # ~3 ms (median; p95 ~14 ms on 2 loaded cores with long memories).
 COMPARE_CANDIDATES = 1
+# A new statement with a marker of change ("now", "switched", "from now on") is compared with this many
+# nearest memories of its kind, whatever their cosine, and acts only on one it announces a change of.
+ANNOUNCED_CANDIDATES = 3
 # A note is a remark made at one point of a conversation: its place in the thread (its
 # neighbours, its context window) is part of what it says, so a restated remark is kept unless
 # it is also nearly word for word the same (the near-duplicate cosine used before issue 9).
@@ -150,8 +161,14 @@ def acts_as_update(comparison: Comparison, older: str, newer: str) -> bool:
     """``newer`` updates the fact ``older`` states: a decided change of one fact (``is_one_change``), or a
     statement that announces its change of the same thing in other words ("My dentist is Dr. Okafor." /
     "I switched dentists and now see Dr. Lindqvist.": ``compare.announces_change``) that the comparison
-    did not call a restatement or something different."""
-    return is_one_change(comparison, older, newer) or (left_open(comparison) and announces_change(older, newer))
+    did not call a restatement or something different. A change told with its reasons may look like
+    something else to the comparison: it is still an update when it names what it changes
+    (``compare.announced_update``), never when the comparison called it a restatement."""
+    if is_one_change(comparison, older, newer):
+        return True
+    if left_open(comparison):
+        return announces_change(older, newer)
+    return not comparison.same and announced_update(older, newer)
 
 
 _BACKGROUND: ThreadPoolExecutor | None = None
@@ -282,14 +299,15 @@ class MemoryService:
         records, _ = self.coll.scroll(qe.ScrollRequest(limit=1, filter=flt, with_payload=False))
         return str(records[0].id) if records else None
 
-    def _nearest_same_kind(self, vec: list[float], kind: str) -> list[tuple[Member, float, list[float]]]:
-        """The stored memories of ``kind`` nearest to ``vec``: (memory, cosine, its dense vector), nearest first."""
+    def _nearest_same_kind(self, vec: list[float], kind: str, limit: int) -> list[tuple[Member, float, list[float]]]:
+        """The ``limit`` stored memories of ``kind`` nearest to ``vec``: (memory, cosine, its dense vector), nearest
+        first."""
         import qdrant_edge as qe
 
         flt = qe.Filter(must=[qe.FieldCondition("kind", match=qe.MatchValue(kind))])
         points = self.coll.query(
             qe.QueryRequest(
-                limit=COMPARE_CANDIDATES,
+                limit=limit,
                 query=qe.Query.Nearest(vec, using=DENSE),
                 filter=flt,
                 with_payload=True,
@@ -321,9 +339,15 @@ class MemoryService:
         new one is compared with the newest of that chain, so a restatement of the current
         value merges into it, and a value changed back (100 -> 200 -> 100) is a change.
         """
-        for member, similarity, stored_vec in self._nearest_same_kind(vec, kind):
-            if similarity < self.config.near_duplicate_threshold:
-                break
+        # A statement that says it changes something is compared with a few more memories, however far:
+        # told with its reasons, it may be neither the nearest nor near (``compare.announced_update``).
+        announcing = kind in UPDATABLE_KINDS and says_a_change(content)
+        nearest = self._nearest_same_kind(vec, kind, ANNOUNCED_CANDIDATES if announcing else COMPARE_CANDIDATES)
+        for rank, (member, similarity, stored_vec) in enumerate(nearest):
+            # A far memory (past the nearest, or under the cosine) is only ever replaced, never merged into.
+            far = rank >= COMPARE_CANDIDATES or similarity < self.config.near_duplicate_threshold
+            if far and not (announcing and announced_update(str(member.payload.get("content", "")), content)):
+                continue
             if kind == "note" and similarity < NOTE_MERGE_COSINE and not member.payload.get(SUPERSEDED_BY):
                 continue  # a note only merges, from NOTE_MERGE_COSINE: the comparison could change nothing
             comparison = self._compare(member, content, (stored_vec, vec) if stored_vec else None)
@@ -335,7 +359,7 @@ class MemoryService:
                 if not self._may_act(comparison, newest, content, kind):
                     continue
             if comparison.same:
-                if kind == "note" and comparison.similarity < NOTE_MERGE_COSINE:
+                if far or (kind == "note" and comparison.similarity < NOTE_MERGE_COSINE):
                     continue
                 return Judgement(merge_into=newest, comparison=comparison)
             if kind in UPDATABLE_KINDS and acts_as_update(comparison, str(newest.payload.get("content", "")), content):
@@ -346,9 +370,9 @@ class MemoryService:
     def _may_act(comparison: Comparison, older: Member, content: str, kind: str) -> bool:
         """The comparison decided a restatement or a change, or (an updatable kind) the new text announces
         that it changes the older one: worth acting on (merge, link); anything else leaves both alone."""
-        if comparison.decided:
-            return comparison.verdict is not Verdict.DIFFERENT
-        return kind in UPDATABLE_KINDS and announces_change(str(older.payload.get("content", "")), content)
+        if comparison.decided and comparison.verdict is not Verdict.DIFFERENT:
+            return True
+        return kind in UPDATABLE_KINDS and acts_as_update(comparison, str(older.payload.get("content", "")), content)
 
     def _declared(self, older_id: str, kind: str) -> Member:
         """The memory a declared update replaces: the newest of ``older_id``'s chain."""
@@ -536,7 +560,11 @@ class MemoryService:
             if order.index(newer) < order.index(older):
                 continue  # already moved above it: the comparison could change nothing
             a, b = vectors.get(older.id), vectors.get(newer.id)
-            if a is None or b is None or float(a @ b) < self.config.near_duplicate_threshold:
+            if a is None or b is None:
+                continue
+            if float(a @ b) < self.config.near_duplicate_threshold and not announced_update(
+                str(older.payload.get("content", "")), str(newer.payload.get("content", ""))
+            ):
                 continue
             if newer.payload.get(SUPERSEDES) == older.id or older.payload.get(SUPERSEDES) == newer.id:
                 continue
