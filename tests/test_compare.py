@@ -466,3 +466,14 @@ def test_a_loose_rewording_that_brings_another_name_is_no_restatement(comparator
     result = comparator.compare(older, newer)
     assert result.similarity >= 0.8  # a loose rewording the sentence model alone would call the same
     assert not result.same, result.reason
+
+
+def test_an_hour_in_words_before_the_part_of_the_day_is_a_time() -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    assert [(s.kind, s.key) for s in read("Wake me at seven in the evening").slots] == [("time", "19:00")]
+
+
+def test_a_fortnight_is_two_weeks(comparator: Comparator) -> None:
+    result = comparator.compare("Keep the backups for a fortnight", "Keep the backups for two weeks")
+    assert result.same, result.reason

@@ -297,6 +297,9 @@ def read(text: str) -> Reading:
                 unit = _next_word(matches, i)
                 add_slot("number", _seconds("1", TIME_UNITS[unit]), text[m.start() : matches[i + 1].end()])
                 i += 1
+            elif low in NUMBER_WORDS and (day_time := _time_of_day(matches, i)) is not None:
+                add_slot("time", day_time[0], text[m.start() : matches[day_time[1]].end()])  # "ten in the morning"
+                i = day_time[1]
             elif low in NUMBER_WORDS and not _is_determiner_one(low, matches, i):
                 num = _read_number_words(matches, i)
                 add_number(num, text[m.start() : matches[num.end].end()])
@@ -345,12 +348,18 @@ _PARTS_OF_DAY = {"morning": 0, "afternoon": 12, "evening": 12}
 
 
 def _time_of_day(matches: list[re.Match[str]], i: int) -> tuple[str, int] | None:
-    """An hour followed by "in the morning / afternoon / evening": (its time key, index of the last word)."""
+    """An hour (digits or a number word) followed by "in the morning / afternoon / evening": (its time key, index
+    of the last word)."""
     words = [matches[j].group(0).lower() for j in range(i + 1, min(len(matches), i + 4))]
-    raw = matches[i].group(0)
-    if len(words) < 3 or words[:2] != ["in", "the"] or words[2] not in _PARTS_OF_DAY or not raw.isdigit():
+    raw = matches[i].group(0).lower()
+    if len(words) < 3 or words[:2] != ["in", "the"] or words[2] not in _PARTS_OF_DAY:
         return None
-    hour = int(raw)
+    if raw.isdigit():
+        hour = int(raw)
+    elif raw in NUMBER_WORDS and NUMBER_WORDS[raw] == int(NUMBER_WORDS[raw]):
+        hour = int(NUMBER_WORDS[raw])  # "ten in the morning"
+    else:
+        return None
     if not 1 <= hour <= 12:
         return None
     return f"{hour % 12 + _PARTS_OF_DAY[words[2]]:02d}:00", i + 3

@@ -159,7 +159,7 @@ TIME_UNITS: dict[str, float] = {
     "m": 60.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
     "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0,
     "d": 86400.0, "day": 86400.0, "days": 86400.0,
-    "week": 604800.0, "weeks": 604800.0, "wk": 604800.0,
+    "week": 604800.0, "weeks": 604800.0, "wk": 604800.0, "fortnight": 1209600.0, "fortnights": 1209600.0,
     "month": 2592000.0, "months": 2592000.0, "year": 31536000.0, "years": 31536000.0, "yr": 31536000.0,
 }
 """Units of duration in seconds: "5 minutes" and "300 seconds" are one value."""
