@@ -477,3 +477,54 @@ def test_an_hour_in_words_before_the_part_of_the_day_is_a_time() -> None:
 def test_a_fortnight_is_two_weeks(comparator: Comparator) -> None:
     result = comparator.compare("Keep the backups for a fortnight", "Keep the backups for two weeks")
     assert result.same, result.reason
+
+
+def test_no_more_than_is_an_upper_bound_not_a_negation(comparator: Comparator) -> None:
+    result = comparator.compare("Seat no more than 8 guests per table", "Seat at most 8 guests per table")
+    assert result.same, result.reason
+
+
+def test_half_past_and_quarter_to_are_times() -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    assert [(s.kind, s.key) for s in read("Call me at half past four").slots] == [("time", "04:30")]
+    assert [(s.kind, s.key) for s in read("Call me at quarter to nine").slots] == [("time", "08:45")]
+
+
+def test_an_hour_o_clock_is_a_time(comparator: Comparator) -> None:
+    result = comparator.compare("Start the backup at 11 o'clock", "Start the backup at 11:00")
+    assert result.same, result.reason
+
+
+def test_per_cent_in_two_words_is_a_percentage() -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    assert [(s.kind, s.key) for s in read("Give 12 per cent off").slots] == [("number", "0.12")]
+
+
+def test_a_day_past_twelve_over_a_month_is_a_date_and_a_split_stays_a_ratio(comparator: Comparator) -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    assert comparator.compare("The offer ends 28/2", "The offer ends 28 February").same
+    assert [s.kind for s in read("Use an 80/20 split").slots] == ["number"]
+
+
+def test_a_weekday_with_a_possessive_is_still_the_weekday() -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    possessive = [(s.kind, s.key) for s in read("Cancel Sunday's rehearsal").slots]
+    assert possessive == [(s.kind, s.key) for s in read("Cancel the rehearsal on Sunday").slots]
+    assert possessive and possessive[0][0] == "date"
+
+
+def test_the_start_of_a_range_takes_the_unit_of_its_end() -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    assert [s.key for s in read("Close the shop 2-5pm").slots] == ["14:00", "17:00"]
+    assert [s.key for s in read("Keep the logs from 30 to 90 days").slots] == ["2592000s", "7776000s"]
+    assert [s.key for s in read("Run 3 to 5 replicas").slots] == ["3", "5"]
+
+
+def test_older_than_a_duration_is_a_lower_bound_on_age(comparator: Comparator) -> None:
+    result = comparator.compare("Archive tickets older than 60 days", "Archive tickets more than 60 days old")
+    assert result.same, result.reason

@@ -834,6 +834,8 @@ def _bounds(reading: Reading) -> tuple[frozenset[str], frozenset[int]]:
                 t.startswith("<number:") for t in tokens[k + 1 : k + 3]
             ):
                 bound = PLACE_BOUNDS[tokens[k]]
+            if bound is not None and _age(phrase, tokens, k, length):
+                bound = "above" if bound == "below" else "below"  # "older than 30 days": more time, not a lower version
             if bound is not None:
                 found.update(("above", "below") if bound == "between" else (bound,))
                 at.update(range(k, k + length))
@@ -843,6 +845,15 @@ def _bounds(reading: Reading) -> tuple[frozenset[str], frozenset[int]]:
     for m in _SIGN_BOUND.finditer(reading.text):
         found.add(BOUNDS[(m.group(1),)] if m.group(1) else "above")  # "7+": 7 or more
     return frozenset(found), frozenset(at)
+
+
+def _age(phrase: tuple[str, ...], tokens: tuple[str, ...], k: int, length: int) -> bool:
+    """ "older" / "newer" bound an age when the value is a duration ("claims older than 30 days", "8 years or
+    older"): more time is older; otherwise they bound a version ("Android older than 10": a lower one)."""
+    if not {"older", "newer"} & set(phrase):
+        return False
+    near = tokens[k + length : k + length + 2] if phrase[0] != "or" else tokens[max(0, k - 2) : k]
+    return any(t.startswith("<number:") and t.endswith("s>") for t in near)
 
 
 def _bound_differences(ra: Reading, rb: Reading, side_a: _Side, side_b: _Side) -> list[Difference]:

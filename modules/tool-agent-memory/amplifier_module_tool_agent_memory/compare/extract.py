@@ -255,11 +255,18 @@ def read(text: str) -> Reading:
             add_slot("path", raw.lower().rstrip("/") or "/", raw)
         elif kind == "version":
             add_slot("version", raw.lower().lstrip("v"), raw)
+        elif kind == "ratio" and (day_month := _day_month(raw)) is not None:
+            add_slot("date", day_month, raw)  # "ends 31/5": a day past 12 before a month is a date
         elif kind == "ratio":
             add_slot("number", raw, raw)
         elif kind == "number" and (day_time := _time_of_day(matches, i)) is not None:
             add_slot("time", day_time[0], text[m.start() : matches[day_time[1]].end()])  # "2 in the morning"
             i = day_time[1]
+        elif kind == "number" and (clock := _oclock(matches, i)) is not None:
+            add_slot("time", clock, text[m.start() : matches[i + 1].end()])  # "9 o'clock"
+            i += 1
+        elif kind == "number" and (shared := _range_start(matches, i)) is not None:
+            add_slot(shared[0], shared[1], raw)  # "1-3pm", "from 7 to 14 days": the end's unit is the start's too
         elif kind == "number":
             num = _read_number(m, matches, i)
             if num is not None:
@@ -283,10 +290,15 @@ def read(text: str) -> Reading:
                 tokens.extend(("rather", "than"))
             elif low == "no" and text[m.end() : m.end() + 1] == "." and _next_is_number(matches, i):
                 pass  # "no. 17": the number sign, not a negation
+            elif low in ("no", "not") and _comparative_than(matches, i):
+                tokens.append("no")  # "no / not more than 6": a bound (lexicon.BOUNDS), not a negation
             elif low.endswith("n't") or low in NEGATORS:
                 tokens.append("not")
             elif low == "longer" and i > 0 and matches[i - 1].group(0).lower() == "no":
                 pass  # "no longer optional": the negation applies to what follows
+            elif low in ("half", "quarter") and (clock_time := _past_or_to(matches, i)) is not None:
+                add_slot("time", clock_time[0], text[m.start() : matches[clock_time[1]].end()])  # "half past three"
+                i = clock_time[1]
             elif low in FRACTIONS and (span := _fraction_of_unit(matches, i)) is not None:
                 # "a quarter of an hour", "half a day": a duration
                 add_slot("number", _seconds(str(FRACTIONS[low]), span[1]), text[m.start() : matches[span[0]].end()])
@@ -300,6 +312,9 @@ def read(text: str) -> Reading:
             elif low in NUMBER_WORDS and (day_time := _time_of_day(matches, i)) is not None:
                 add_slot("time", day_time[0], text[m.start() : matches[day_time[1]].end()])  # "ten in the morning"
                 i = day_time[1]
+            elif low in NUMBER_WORDS and (clock := _oclock(matches, i)) is not None:
+                add_slot("time", clock, text[m.start() : matches[i + 1].end()])  # "nine o'clock"
+                i += 1
             elif low in NUMBER_WORDS and not _is_determiner_one(low, matches, i):
                 num = _read_number_words(matches, i)
                 add_number(num, text[m.start() : matches[num.end].end()])
@@ -310,8 +325,8 @@ def read(text: str) -> Reading:
                 add_slot("number", f"#{ORDINALS[low]}", raw)
             elif low in COLOURS:
                 add_slot("colour", low, raw)
-            elif low in WEEKDAYS:
-                add_slot("date", f"weekday-{WEEKDAYS[low]}", raw)
+            elif low.removesuffix("'s") in WEEKDAYS:
+                add_slot("date", f"weekday-{WEEKDAYS[low.removesuffix(chr(39) + 's')]}", raw)  # "Saturday's matinee"
             elif low in MONTHS and len(low) > 3:
                 add_slot("date", f"month-{MONTHS[low]:02d}", raw)
             else:
@@ -363,6 +378,86 @@ def _time_of_day(matches: list[re.Match[str]], i: int) -> tuple[str, int] | None
     if not 1 <= hour <= 12:
         return None
     return f"{hour % 12 + _PARTS_OF_DAY[words[2]]:02d}:00", i + 3
+
+
+def _hour(match: re.Match[str]) -> int | None:
+    """An hour of a clock (1-12) written as digits or as a number word, or None."""
+    raw = match.group(0).lower()
+    if match.lastgroup == "number" and raw.isdigit():
+        value = int(raw)
+    elif match.lastgroup == "word" and raw in NUMBER_WORDS and NUMBER_WORDS[raw] == int(NUMBER_WORDS[raw]):
+        value = int(NUMBER_WORDS[raw])
+    else:
+        return None
+    return value if 1 <= value <= 12 else None
+
+
+def _oclock(matches: list[re.Match[str]], i: int) -> str | None:
+    """ "9 o'clock", "nine o'clock": the hour as a time (without am/pm, like "9:00")."""
+    if i + 1 >= len(matches) or matches[i + 1].group(0).lower() != "o'clock":
+        return None
+    hour = _hour(matches[i])
+    return f"{hour:02d}:00" if hour is not None else None
+
+
+def _past_or_to(matches: list[re.Match[str]], i: int) -> tuple[str, int] | None:
+    """ "half past three", "quarter to nine": (the time, index of the hour)."""
+    if i + 2 >= len(matches) or matches[i + 1].group(0).lower() not in ("past", "to"):
+        return None
+    hour = _hour(matches[i + 2])
+    if hour is None:
+        return None
+    minutes = 30 if matches[i].group(0).lower() == "half" else 15
+    if matches[i + 1].group(0).lower() == "to":
+        if minutes == 30:
+            return None  # "half to" is no English time
+        hour, minutes = (hour - 1) or 12, 60 - minutes
+    return f"{hour:02d}:{minutes:02d}", i + 2
+
+
+def _comparative_than(matches: list[re.Match[str]], i: int) -> bool:
+    """ "no more than", "not less than": "no" / "not" before a comparative and "than"."""
+    words = [matches[j].group(0).lower() for j in range(i + 1, min(len(matches), i + 3))]
+    return len(words) == 2 and words[1] == "than" and words[0] in ("more", "less", "fewer", "greater", "later",
+                                                                      "earlier", "longer", "shorter")
+
+
+_RANGE_BETWEEN = re.compile(r"\s*(?:-|\u2013|to|and|or)\s*")
+
+
+def _range_start(matches: list[re.Match[str]], i: int) -> tuple[str, str] | None:
+    """A bare number that starts a range whose end carries the unit: (slot kind, key) with that unit ("1-3pm":
+    13:00; "from 7 to 14 days": 7 days; "between 10 and 20%": 10%); None when the number has its own unit."""
+    m = matches[i]
+    if not m.group(0).isdigit() or _next_word(matches, i) not in ("", "to", "and", "or"):
+        return None
+    j = i + 1 if i + 1 < len(matches) and matches[i + 1].lastgroup != "word" else i + 2
+    if j >= len(matches) or not _RANGE_BETWEEN.fullmatch(m.string[m.end() : matches[j].start()]):
+        return None
+    end = matches[j]
+    if end.lastgroup == "time":
+        meridiem = re.search(r"(?i)[ap]\.?m\.?$", end.group(0))
+        if meridiem is None or _hour(m) is None:
+            return None
+        return "time", _minutes(m.group(0) + meridiem.group(0))
+    if end.lastgroup != "number":
+        return None
+    unit = end.group("suffix") or _next_word(matches, j)
+    unit = unit.lower() if unit else ""
+    if unit in TIME_UNITS and len(unit) > 1:
+        return "number", _seconds(m.group(0), TIME_UNITS[unit])
+    if unit in ("%", "percent", "pct"):
+        return "number", _percent(m.group(0))
+    return None
+
+
+def _day_month(raw: str) -> str | None:
+    """ "31/5": a day past 12 before a month, read as the date ("05-31"); None for a ratio ("80/20", "3/4")."""
+    first, _, second = raw.partition("/")
+    if not (first.isdigit() and second.isdigit()):
+        return None
+    day, month = int(first), int(second)
+    return f"{month:02d}-{day:02d}" if 12 < day <= 31 and 1 <= month <= 12 else None
 
 
 def _next_is_number(matches: list[re.Match[str]], i: int) -> bool:
@@ -418,6 +513,8 @@ def _unit_after(matches: list[re.Match[str]], j: int) -> tuple[str | None, float
         return None, TIME_UNITS[word], None, 1
     if word in ("percent", "pct"):
         return None, None, "%", 1
+    if word == "per" and j + 1 < len(matches) and matches[j + 1].group(0).lower() == "cent":
+        return None, None, "%", 2
     if word and word not in FUNCTION_WORDS and word not in NUMBER_WORDS and len(word) > 1:
         noun = word
         used = 1
