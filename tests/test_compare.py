@@ -528,3 +528,18 @@ def test_the_start_of_a_range_takes_the_unit_of_its_end() -> None:
 def test_older_than_a_duration_is_a_lower_bound_on_age(comparator: Comparator) -> None:
     result = comparator.compare("Archive tickets older than 60 days", "Archive tickets more than 60 days old")
     assert result.same, result.reason
+
+
+def test_the_first_few_of_something_is_no_ordinal_count(comparator: Comparator) -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    assert [s.key for s in read("Trim the first 8 seconds of demo.mp4").slots] == ["8s", "demo.mp4"]
+    assert not comparator.compare("Trim the first 8 seconds of demo.mp4", "Trim the last 8 seconds of demo.mp4").same
+
+
+def test_half_a_unit_without_an_article_is_a_duration(comparator: Comparator) -> None:
+    assert comparator.compare("Poll the queue every half minute", "Poll the queue every 30 seconds").same
+
+
+def test_a_leading_zero_does_not_change_an_integer(comparator: Comparator) -> None:
+    assert comparator.compare("Export the grades of section 04", "Export the grades of section 4").same

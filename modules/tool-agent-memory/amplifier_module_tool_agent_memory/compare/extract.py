@@ -158,7 +158,10 @@ def _number_key(raw: str) -> str | None:
             return format(value.normalize(), "f")
     except ArithmeticError:  # InvalidOperation, Overflow
         return None
-    return text.lstrip("+")
+    text = text.lstrip("+")
+    if text.isdigit():
+        return text.lstrip("0") or "0"  # "section 02" is section 2; a decimal keeps its digits ("3.10")
+    return text
 
 
 _MAX_EXPONENT = 30
@@ -470,7 +473,7 @@ def _fraction_of_unit(matches: list[re.Match[str]], i: int) -> tuple[int, float]
     for optional in ("of", "a|an"):
         if j < len(matches) and matches[j].group(0).lower() in optional.split("|"):
             j += 1
-    if j < len(matches) and j > i + 1 and matches[j].lastgroup == "word":
+    if j < len(matches) and (j > i + 1 or matches[i].group(0).lower() == "half") and matches[j].lastgroup == "word":
         word = matches[j].group(0).lower()
         if word in TIME_UNITS and len(word) > 1:
             return j, TIME_UNITS[word]
@@ -495,6 +498,8 @@ def _ordinal_modifies(matches: list[re.Match[str]], i: int) -> bool:
     if i + 1 >= len(matches) or matches[i].string[matches[i].end() : matches[i + 1].start()].strip():
         return False
     nxt = matches[i + 1]
+    if nxt.lastgroup == "number" or nxt.group(0).lower() in NUMBER_WORDS:
+        return False  # "the first 12 seconds", "the first ten": which ones, not a count of its own
     return nxt.lastgroup != "word" or nxt.group(0).lower() == "of" or nxt.group(0).lower() not in FUNCTION_WORDS
 
 
