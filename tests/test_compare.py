@@ -543,3 +543,16 @@ def test_half_a_unit_without_an_article_is_a_duration(comparator: Comparator) ->
 
 def test_a_leading_zero_does_not_change_an_integer(comparator: Comparator) -> None:
     assert comparator.compare("Export the grades of section 04", "Export the grades of section 4").same
+
+
+def test_a_unit_and_a_half_is_one_duration(comparator: Comparator) -> None:
+    assert comparator.compare(
+        "Skip the first minute and a half of the recording", "Skip the first 90 seconds of the recording"
+    ).same
+    assert comparator.compare("Bake it for 2 and a half hours", "Bake it for 150 minutes").same
+
+
+def test_a_range_ending_in_a_part_of_the_day_puts_its_start_there_too() -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    assert [s.key for s in read("Open the hall from 2 to 5 in the afternoon").slots] == ["14:00", "17:00"]

@@ -11,7 +11,7 @@ kept in the token stream, where they mark polarity (negators) and roles (``from 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
@@ -213,10 +213,14 @@ def read(text: str) -> Reading:
     items: list[Item] = []
     tokens: list[str] = []
 
+    slots_start: list[int] = []
+    """Where each slot's text starts in ``text`` (a later word may extend it: "a minute and a half")."""
+
     def add_slot(
         kind: str, key: str, raw: str, unit: str | None = None, rate: str | None = None, measure: bool = False
     ) -> None:
         slots.append(Slot(kind, key, raw, len(tokens), unit, rate, measure))
+        slots_start.append(matches[i].start())
         tokens.append(f"<{kind}:{key}>")
 
     def add_number(num: _Number, raw: str) -> None:
@@ -291,6 +295,11 @@ def read(text: str) -> Reading:
             if low == "not" and text[: m.start()].rstrip().endswith(","):
                 # "a 404, not a 500": a contrast naming the old side, not a negation of the request.
                 tokens.extend(("rather", "than"))
+            elif low == "and" and (more := _and_a_half(matches, i, slots, tokens)) is not None:
+                # "a minute and a half", "2 and a half hours": one duration
+                slots[-1] = replace(slots[-1], key=more[0], text=text[slots_start[-1] : matches[more[1]].end()])
+                tokens[-1] = f"<number:{more[0]}>"
+                i = more[1]
             elif low == "no" and text[m.end() : m.end() + 1] == "." and _next_is_number(matches, i):
                 pass  # "no. 17": the number sign, not a negation
             elif low in ("no", "not") and _comparative_than(matches, i):
@@ -438,6 +447,11 @@ def _range_start(matches: list[re.Match[str]], i: int) -> tuple[str, str] | None
     if j >= len(matches) or not _RANGE_BETWEEN.fullmatch(m.string[m.end() : matches[j].start()]):
         return None
     end = matches[j]
+    if end.lastgroup in ("number", "word") and (day_time := _time_of_day(matches, j)) is not None:
+        hour = _hour(m)  # "1 to 4 in the afternoon": the start is in the afternoon too
+        if hour is None:
+            return None
+        return "time", f"{hour % 12 + (12 if day_time[0] >= '12:00' else 0):02d}:00"
     if end.lastgroup == "time":
         meridiem = re.search(r"(?i)[ap]\.?m\.?$", end.group(0))
         if meridiem is None or _hour(m) is None:
@@ -461,6 +475,26 @@ def _day_month(raw: str) -> str | None:
         return None
     day, month = int(first), int(second)
     return f"{month:02d}-{day:02d}" if 12 < day <= 31 and 1 <= month <= 12 else None
+
+
+def _and_a_half(
+    matches: list[re.Match[str]], i: int, slots: list[Slot], tokens: list[str]
+) -> tuple[str, int] | None:
+    """At "and" after a value: "and a half" adding half a unit to the duration before it ("a minute and a half":
+    90 s), or "and a half <unit>" after a bare count ("2 and a half hours": 9000 s). (The key, index of the last
+    word.)"""
+    if not slots or not tokens or not tokens[-1].startswith("<number:"):
+        return None
+    words = [matches[j].group(0).lower() for j in range(i + 1, min(len(matches), i + 4))]
+    if words[:2] != ["a", "half"]:
+        return None
+    last = slots[-1]
+    for unit, seconds in TIME_UNITS.items():
+        if len(unit) > 1 and last.key == _seconds("1", seconds):
+            return _seconds("1.5", seconds), i + 2  # "a minute and a half"
+    if len(words) == 3 and words[2] in TIME_UNITS and len(words[2]) > 1 and last.key.replace(".", "").isdigit():
+        return _seconds(str(Decimal(last.key) + Decimal("0.5")), TIME_UNITS[words[2]]), i + 3
+    return None
 
 
 def _next_is_number(matches: list[re.Match[str]], i: int) -> bool:
@@ -498,7 +532,7 @@ def _ordinal_modifies(matches: list[re.Match[str]], i: int) -> bool:
     if i + 1 >= len(matches) or matches[i].string[matches[i].end() : matches[i + 1].start()].strip():
         return False
     nxt = matches[i + 1]
-    if nxt.lastgroup == "number" or nxt.group(0).lower() in NUMBER_WORDS:
+    if nxt.lastgroup in ("number", "time") or nxt.group(0).lower() in NUMBER_WORDS:
         return False  # "the first 12 seconds", "the first ten": which ones, not a count of its own
     return nxt.lastgroup != "word" or nxt.group(0).lower() == "of" or nxt.group(0).lower() not in FUNCTION_WORDS
 
