@@ -43,3 +43,19 @@ async def test_boolean_limit_is_refused(tools: dict[str, object]) -> None:
     result = await tools["memory_search"].execute({"query": "anything", "limit": True})  # type: ignore[attr-defined]
     assert not result.success
     assert "limit" in result.error["message"]
+
+
+
+def test_search_compares_no_pair_of_chat_excerpts(make_runtime: Callable[..., AgentMemory]) -> None:
+    rt = make_runtime()
+    clock = ManualClock()
+    rt.clock = clock
+    for remark in (
+        "We went hiking on Saturday with Tom. The trail was muddy but the view from the top was great.",
+        "We went hiking on Sunday with Anna. The trail was dry, the lake was cold and the view was poor.",
+    ):
+        rt.memory().store(MemoryStoreInput(content=remark, kind="fact"))
+        clock.advance(minutes=5)
+    results = rt.memory().search(MemorySearchInput(query="was the hiking trail muddy?"))
+    assert results[0]["content"].startswith("We went hiking on Saturday")  # the older first: a pair to compare
+    assert not rt.memory()._changes_seen

@@ -26,7 +26,7 @@ from ..compare import (
     another_subject,
     says_a_change,
 )
-from ..compare.statement import same_subject_new_value
+from ..compare.statement import one_statement, same_subject_new_value
 from ..config import MemorySearchConfig
 from ..embeddings.providers import Embedder
 from ..errors import InvalidInput, NotFound
@@ -534,15 +534,22 @@ class MemoryService:
 
         Store time links only decided changes; here a pair the comparison merely leans to call a
         change is reordered too, since a wrong guess only swaps two neighbours and hides nothing.
-        Only pairs of one updatable kind at least ``near_duplicate_threshold`` similar are compared.
+        Only one-sentence statements of one updatable kind at least ``near_duplicate_threshold`` similar
+        (or a change announced of the older, ``compare.announced_update``) are compared.
         """
         import numpy as np
 
+        # Only statements of one sentence: a chat excerpt of several remarks states no single fact that a newer one
+        # could change (as for the cache and announced changes), and comparing every pair of them made a search
+        # of chat turns pay several comparisons.
+        single = [one_statement(str(h.payload.get("content", ""))) for h in hits]
         pairs = [
             (i, j)
             for i in range(len(hits))
             for j in range(i + 1, len(hits))
-            if hits[i].payload.get("kind") == hits[j].payload.get("kind") in UPDATABLE_KINDS
+            if single[i]
+            and single[j]
+            and hits[i].payload.get("kind") == hits[j].payload.get("kind") in UPDATABLE_KINDS
             and str(hits[j].payload.get("created_at", "")) > str(hits[i].payload.get("created_at", ""))
         ]
         if not pairs:
