@@ -145,3 +145,20 @@ def test_the_cache_packs_both_distinct_facts(make_runtime: Callable[..., AgentMe
     out = note(svc, ENGINEERING_WIKI)
     assert "superseded" not in out and out["merged"] is False
     assert sorted(packed_texts(pack(svc))) == sorted([MARKETING_WIKI, ENGINEERING_WIKI])
+
+
+FERNS = "Water the ferns every 3 days."
+CACTI = "Water the cacti every 3 days."
+
+
+async def test_the_same_value_said_of_another_thing_is_not_linked(tools: dict[str, Any]) -> None:
+    await store(tools, FERNS, kind="preference")
+    cacti = await store(tools, CACTI, kind="preference")
+    assert cacti["created"] is True and "superseded" not in cacti
+
+
+def test_the_cache_packs_the_same_value_said_of_two_things(make_runtime: Callable[..., AgentMemory]) -> None:
+    svc = cache_service(make_runtime, ManualClock())
+    note(svc, FERNS)
+    note(svc, CACTI)
+    assert sorted(packed_texts(pack(svc))) == sorted([FERNS, CACTI])

@@ -31,7 +31,7 @@ from .lexicon import NOUN_DETERMINERS
 from .types import Comparison, Difference
 from .wordnet import WordNet, default_wordnet
 
-__all__ = ["AUXILIARIES", "another_subject", "dating_word", "subject_positions"]
+__all__ = ["AUXILIARIES", "another_subject", "dating_word", "same_values_of_another_thing", "subject_positions"]
 
 
 def _closed(words: str) -> frozenset[str]:
@@ -334,3 +334,17 @@ def another_subject(older: str, newer: str, comparison: Comparison, wordnet: Wor
         (_only_in_subject(sides[0], d.old) or _only_in_subject(sides[1], d.new)) and _names_another_thing(d, wordnet)
         for d in comparison.differences
     )
+
+
+_WORD_KINDS = frozenset({"qualifier", "content", "term"})
+
+
+def same_values_of_another_thing(older: str, newer: str, comparison: Comparison) -> bool:
+    """Every value of ``older`` stands in ``newer`` and a noun is swapped for one WordNet says names another thing
+    ("Remind me about bills 3 days in advance." / "... birthdays 3 days in advance."): the same value said of
+    something else, two facts. An update changes a value; with none changed, the swapped noun is what the
+    statement is about, wherever it stands (an imperative has no subject for ``another_subject`` to see)."""
+    if not comparison.differences or not (read(older).slots and read(newer).slots):
+        return False
+    kinds = {d.kind for d in comparison.differences}
+    return kinds <= _WORD_KINDS and "term" in kinds

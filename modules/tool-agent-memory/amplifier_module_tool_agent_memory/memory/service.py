@@ -27,6 +27,7 @@ from ..compare import (
     says_a_change,
 )
 from ..compare.statement import one_statement, same_subject_new_value
+from ..compare.subject import same_values_of_another_thing
 from ..config import MemorySearchConfig
 from ..embeddings.providers import Embedder
 from ..errors import InvalidInput, NotFound
@@ -142,13 +143,18 @@ def is_one_change(comparison: Comparison, older: str | None = None, newer: str |
     Given the two texts, a change that substitutes, adds or removes a word in the subject of either
     (another thing, whatever else differs: "My dentist is Dr. Patel." / "My dermatologist is Dr.
     Patel."; "The billing service runs on Python 3.9." / "The notifications service runs on Python
-    3.11.") is two facts, not one (``compare.subject.another_subject``).
+    3.11.") is two facts, not one (``compare.subject.another_subject``); so is the same value said of
+    another thing anywhere in the statement (``compare.subject.same_values_of_another_thing``).
     """
     return (
         comparison.decided
         and comparison.verdict is Verdict.CHANGED
         and len(comparison.differences) <= MAX_CHANGE_DIFFERENCES
-        and not (older is not None and newer is not None and another_subject(older, newer, comparison))
+        and not (
+            older is not None
+            and newer is not None
+            and (another_subject(older, newer, comparison) or same_values_of_another_thing(older, newer, comparison))
+        )
     )
 
 
