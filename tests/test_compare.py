@@ -554,3 +554,25 @@ def test_a_range_ending_in_a_part_of_the_day_puts_its_start_there_too() -> None:
     from amplifier_module_tool_agent_memory.compare.extract import read
 
     assert [s.key for s in read("Open the hall from 2 to 5 in the afternoon").slots] == ["14:00", "17:00"]
+
+
+def test_a_word_negated_in_another_form_is_a_polarity_change(comparator: Comparator) -> None:
+    result = comparator.compare(
+        "Mail the lease to the tenant, signed", "Mail the lease to the tenant without a signature"
+    )
+    assert "polarity" in kinds(result), result.reason
+
+
+def test_two_names_trading_their_values_is_an_order_change(comparator: Comparator) -> None:
+    result = comparator.compare(
+        "Collect the van in Leeds on June 2 and return it in York on June 9",
+        "Collect the van in York on June 2 and return it in Leeds on June 9",
+    )
+    assert "order" in kinds(result), result.reason
+
+
+def test_one_name_of_several_words_moving_to_another_value_is_no_swap(comparator: Comparator) -> None:
+    result = comparator.compare(
+        "Give Anna Berg a 4% raise from March 1", "Please process a 4% raise for Anna Berg from March 1"
+    )
+    assert "order" not in kinds(result), result.reason

@@ -201,6 +201,7 @@ class Comparator:
         diffs += _bound_differences(ra, rb, side_a, side_b)
         diffs += self._role_differences(ra, rb)
         diffs += _swapped_around_target(ra, rb)
+        diffs += _swapped_pairing(ra, rb)
         s = self.settings
         # Aligned: most words shared, or the difference is confined to a few words amid shared words and values.
         anchors = len({sl.key for sl in ra.slots} & {sl.key for sl in rb.slots})
@@ -541,6 +542,18 @@ class Comparator:
         conflicts = []
         if ra.negations % 2 != rb.negations % 2:
             conflicts = sorted((ra.negated ^ rb.negated) & keys_a & keys_b)
+            if not conflicts:
+                # The negated word may stand in the other text in another form ("certified" / "without
+                # certification"): the same word by stem, slip or abbreviation.
+                conflicts = sorted(
+                    key
+                    for key in ra.negated ^ rb.negated
+                    if not key.startswith("<")
+                    and any(
+                        not other.startswith("<") and self._same_word(key, other)
+                        for other in (keys_b if key in ra.negated else keys_a)
+                    )
+                )
         for key in conflicts:
             shown = key[1:-1].split(":", 1)[1] if key.startswith("<") else surfaces.get(key, key)
             out.append(Difference("polarity", f"not {shown}" if key in ra.negated else shown,
@@ -672,6 +685,47 @@ def _around_target(reading: Reading) -> tuple[set[str], set[str]] | None:
             split = sum(1 for x in tokens[:k] if x.startswith("<") or x not in FUNCTION_WORDS)
             return set(keys[:split]), set(keys[split:])
     return None
+
+
+def _value_after_names(reading: Reading, names: set[str], values: set[str]) -> dict[str, str]:
+    """For each of ``names`` (names and code names, by stem), the first of ``values`` (slot keys) after it."""
+    slots = sorted((slot.pos, slot.key) for slot in reading.slots if slot.key in values)
+    out: dict[str, str] = {}
+    for item in reading.items:
+        if item.stem in names and item.stem not in out:
+            after = next((key for pos, key in slots if pos > item.pos), None)
+            if after is not None:
+                out[item.stem] = after
+    return out
+
+
+def _swapped_pairing(ra: Reading, rb: Reading) -> list[Difference]:
+    """Two names that trade the values they stand with, the values keeping their order ("picked up at Denver
+    airport on May 3 and dropped off in Salt Lake City on May 7" / "picked up in Salt Lake City on May 3 and
+    dropped off at Denver airport on May 7"): an order difference. Names without a value between them
+    ("Maria and Chen ... at 3 pm") pair with the same value either way."""
+    def names(reading: Reading) -> set[str]:
+        return {it.stem for it in reading.items if it.name or it.kind == "identifier"}
+
+    def keys(reading: Reading) -> list[str]:
+        return [slot.key for slot in sorted(reading.slots, key=lambda slot: slot.pos)]
+
+    shared_names = names(ra) & names(rb)
+    order_a, order_b = keys(ra), keys(rb)
+    shared_values = set(order_a) & set(order_b)
+    if len(shared_names) < 2 or len(shared_values) < 2:
+        return []
+    if [k for k in order_a if k in shared_values] != [k for k in order_b if k in shared_values]:
+        return []  # the values moved too: a restructured sentence, not a swap
+    after_a = _value_after_names(ra, shared_names, shared_values)
+    after_b = _value_after_names(rb, shared_names, shared_values)
+    both = sorted(after_a.keys() & after_b.keys())
+    for x in both:
+        for y in both:
+            # A swap: x stands with y's value and y with x's (a name of several words moves as one).
+            if after_a[x] != after_a[y] and after_a[x] == after_b[y] and after_a[y] == after_b[x]:
+                return [Difference("order", f"{x} with {after_a[x]}", f"{x} with {after_b[x]}")]
+    return []
 
 
 def _swapped_around_target(ra: Reading, rb: Reading) -> list[Difference]:
