@@ -147,3 +147,16 @@ def test_the_cache_pack_keeps_only_a_change_told_with_its_reasons(make_runtime: 
     note(svc, RETREAT)
     note(svc, RETREAT_NOW)
     assert packed_texts(pack(svc)) == [RETREAT_NOW]
+
+
+def test_a_name_in_the_older_subject_is_enough_to_say_what_changed() -> None:
+    assert announces_change("My colleague Ingrid works in Oslo.", "Ingrid has moved on and now works in Bergen.")
+
+
+def test_from_a_point_in_time_on_marks_a_change() -> None:
+    assert change_marker("The rent is 850 euros.", "From next month on the rent is 900 euros.") == "from next month on"
+    assert change_marker("The shop is open on weekdays.", "The shop is open from 9 to 5.") == ""
+
+
+def test_a_correction_marks_a_change() -> None:
+    assert change_marker("The exam is on Friday.", "The exam is actually on Thursday.") == "actually"

@@ -239,3 +239,7 @@ def test_the_subject_of_a_clause_a_pronoun_decided_on_is_what_the_fact_is_about(
 
 def test_a_pronoun_whose_verb_takes_no_clause_stays_the_subject() -> None:
     assert subject_words("We agreed to run Kubernetes 1.30 on staging.") == ["we"]
+
+
+def test_a_clause_without_an_auxiliary_ends_its_subject_at_its_verb() -> None:
+    assert subject_words("We agreed the weekly newsletter goes out on Mondays.") == ["the", "weekly", "newsletter"]

@@ -42,6 +42,9 @@ def change_marker(older: str, newer: str, wordnet: WordNet | None = None) -> str
     said_before = _phrases(tuple(_words(older)))
     for phrase in sorted(_phrases(tuple(_words(newer))) & set(CHANGE_ADVERBS) - said_before):
         return " ".join(phrase)
+    since = _from_on(_words(newer))
+    if since and since not in " ".join(_words(older)):
+        return since
     if wordnet is None:
         return ""
     before = {stem(t) for t in read(older).tokens}
@@ -54,6 +57,19 @@ def change_marker(older: str, newer: str, wordnet: WordNet | None = None) -> str
         # The present of the third person tells what happens as a rule ("school *starts* at 8:15"), not a change.
         if wordnet.change_verb(token) and not _third_person(token, wordnet):
             return token
+    return ""
+
+
+def _from_on(words: list[str]) -> str:
+    """ "from this quarter on", "from next week on", "from Monday on": a point in time from which something holds,
+    as "from now on" says (at most three words between "from" and "on"); "" when none."""
+    for i, word in enumerate(words):
+        if word == "from":
+            for j in range(i + 2, min(len(words), i + 5)):
+                if words[j] == "on":
+                    return " ".join(words[i : j + 1])
+                if words[j] in ("to", "until", "till"):
+                    break  # "from 9 to 5": a span, not a start
     return ""
 
 
@@ -96,7 +112,10 @@ def announces_change(older: str, newer: str, wordnet: WordNet | None = None) -> 
     if not subject:
         return False
     newer_words = {stem(t) for t in read(newer).tokens if not t.startswith("<")}
-    return subject <= newer_words
+    # A name says who or what a statement is about by itself: "My sister Hannah lives in Leeds." / "Hannah
+    # finally made the big move: she is living in Bristol now" (the role beside it may go unsaid).
+    names = {item.stem for item in read(older).items if item.name} & subject
+    return subject <= newer_words or bool(names & newer_words)
 
 
 def says_a_change(text: str, wordnet: WordNet | None = None) -> bool:

@@ -97,10 +97,11 @@ object of a phrase that restricts where or for what the rest holds."""
 CHANGE_ADVERBS: tuple[tuple[str, ...], ...] = (
     ("now",), ("anymore",), ("instead",), ("nowadays",), ("henceforth",), ("lately",), ("recently",),
     ("no", "longer"), ("these", "days"), ("from", "now", "on"), ("from", "here", "on"), ("from", "today",),
-    ("going", "forward"), ("moving", "forward"), ("as", "of"), ("starting",), ("effective",),
+    ("going", "forward"), ("moving", "forward"), ("as", "of"), ("starting",), ("effective",), ("actually",),
 )
 """Adverbs and phrases of time that announce a change of state ("I now see Dr. Lindqvist", "these days I'd
-rather ...", "an Airbnb instead", "starting in April"): the statement replaces an earlier one."""
+rather ...", "an Airbnb instead", "starting in April"), or a correction ("is actually due in August"): the
+statement replaces an earlier one."""
 
 ABBREVIATIONS = _words(
     "dr mr mrs ms mx prof st sr jr mt ft vs etc eg ie no nos approx dept est inc ltd co corp jan feb mar apr jun "

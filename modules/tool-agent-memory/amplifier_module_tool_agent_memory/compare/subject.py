@@ -192,7 +192,7 @@ def _existential_subject(text: str, tokens: tuple[str, ...]) -> frozenset[int] |
     return frozenset(range(k, len(tokens))) if k < len(tokens) else None
 
 
-def _clause_subject(tokens: tuple[str, ...], end: int) -> frozenset[int] | None:
+def _clause_subject(tokens: tuple[str, ...], end: int, wordnet: WordNet | None = None) -> frozenset[int] | None:
     """The subject of a clause a pronoun's verb takes as its object ("We decided [that] *the backend team*
     will use Go", "I think *the printer* is broken"): a noun phrase opened by a determiner and closed by an
     auxiliary; None when the subject is not a bare pronoun or no such clause follows its verb."""
@@ -204,7 +204,9 @@ def _clause_subject(tokens: tuple[str, ...], end: int) -> frozenset[int] | None:
     if k >= len(tokens) or tokens[k] not in NOUN_DETERMINERS:
         return None
     for j in range(k + 1, min(len(tokens), k + 8)):
-        if tokens[j] in AUXILIARIES:
+        # The clause's subject ends at its auxiliary or, without one, at its finite verb ("We agreed the
+        # quarterly sales report *goes* out as a PDF").
+        if tokens[j] in AUXILIARIES or (wordnet is not None and j > k + 1 and _main_verb(tokens, j, wordnet)):
             return frozenset(range(k, j)) if j > k + 1 else None
         if not _is_word(tokens[j]) or tokens[j] in _PREPOSITIONS:
             return None
@@ -227,7 +229,7 @@ def subject_positions(text: str, wordnet: WordNet | None = None) -> frozenset[in
     end = _subject_end(tokens, wordnet)
     if end is None or end == 0:
         return frozenset()
-    embedded = _clause_subject(tokens, end)
+    embedded = _clause_subject(tokens, end, wordnet)
     if embedded is not None:
         # "We decided the kitchen renovation budget is 20,000 euros": the fact is the clause's.
         return embedded
