@@ -576,3 +576,25 @@ def test_one_name_of_several_words_moving_to_another_value_is_no_swap(comparator
         "Give Anna Berg a 4% raise from March 1", "Please process a 4% raise for Anna Berg from March 1"
     )
     assert "order" not in kinds(result), result.reason
+
+
+def test_a_number_joined_to_its_unit_by_a_hyphen_carries_the_unit(comparator: Comparator) -> None:
+    assert comparator.compare("Run a 45-minute fire drill", "Run a fire drill of 45 minutes").same
+
+
+def test_noon_is_twelve_o_clock() -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    assert [(s.kind, s.key) for s in read("Lunch is served at noon").slots] == [("time", "12:00")]
+
+
+def test_the_first_day_of_a_date_range_takes_the_month_of_its_end() -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    assert [s.key for s in read("Block the hall 11-13 March").slots] == [s.key for s in read(
+        "Block the hall from March 11 to March 13").slots]
+
+
+def test_calendar_spans_of_a_month_or_more_are_approximate(comparator: Comparator) -> None:
+    assert comparator.compare("Keep the invoices for 12 months", "Keep the invoices for 1 year").same
+    assert not comparator.compare("Keep the invoices for 30 days", "Keep the invoices for 31 days").same

@@ -278,7 +278,9 @@ class Comparator:
         # Exact values first (numbers also need compatible units).
         for sa in list(left_a):
             for sb in left_b:
-                if sa.kind == sb.kind and (sa.key == sb.key or _less_specific(sa, sb) or _less_specific(sb, sa)):
+                if sa.kind == sb.kind and (
+                    sa.key == sb.key or _less_specific(sa, sb) or _less_specific(sb, sa) or _calendar_span(sa, sb)
+                ):
                     unit_diff = self._unit_difference(sa, sb)
                     if unit_diff is not None:
                         out.append(unit_diff)
@@ -832,6 +834,21 @@ def _show(slot: Slot) -> str:
 
 _AM_PM = re.compile(r"(?i)[ap]\.?m\.?")
 _LEADING_COUNT = re.compile(r"\s*([\d.]+|[a-z]+)")
+
+
+_MONTH_SCALE = 28 * 86400
+
+
+def _calendar_span(a: Slot, b: Slot) -> bool:
+    """Two durations of a month or more that differ by at most 2%: calendar units are approximate ("12 months" /
+    "1 year", "six months" / "180 days"), while "30 days" / "31 days" differ by more."""
+    if a.kind != "number" or not (a.key.endswith("s") and b.key.endswith("s")) or a.rate or b.rate:
+        return False
+    try:
+        x, y = float(a.key[:-1]), float(b.key[:-1])
+    except ValueError:
+        return False
+    return min(x, y) >= _MONTH_SCALE and abs(x - y) <= 0.02 * max(x, y)
 
 
 def _less_specific(vague: Slot, precise: Slot) -> bool:

@@ -337,6 +337,8 @@ def read(text: str) -> Reading:
                 add_slot("number", f"#{ORDINALS[low]}", raw)
             elif low in COLOURS:
                 add_slot("colour", low, raw)
+            elif low in ("noon", "midday", "midnight"):
+                add_slot("time", "00:00" if low == "midnight" else "12:00", raw)  # "at noon" is 12:00
             elif low.removesuffix("'s") in WEEKDAYS:
                 add_slot("date", f"weekday-{WEEKDAYS[low.removesuffix(chr(39) + 's')]}", raw)  # "Saturday's matinee"
             elif low in MONTHS and len(low) > 3:
@@ -447,6 +449,9 @@ def _range_start(matches: list[re.Match[str]], i: int) -> tuple[str, str] | None
     if j >= len(matches) or not _RANGE_BETWEEN.fullmatch(m.string[m.end() : matches[j].start()]):
         return None
     end = matches[j]
+    if end.lastgroup == "date" and 1 <= int(m.group(0)) <= 31 and re.match(r"\d{1,2}(?:st|nd|rd|th)?\s", end.group(0)):
+        # "20-22 June": the start is a day of the end's month
+        return "date", _date_key(f"{int(m.group(0))} {end.group(0).split(maxsplit=1)[1]}")
     if end.lastgroup in ("number", "word") and (day_time := _time_of_day(matches, j)) is not None:
         hour = _hour(m)  # "1 to 4 in the afternoon": the start is in the afternoon too
         if hour is None:
@@ -546,8 +551,8 @@ def _unit_after(matches: list[re.Match[str]], j: int) -> tuple[str | None, float
     used = 0
     noun: str | None = None
     word = matches[j].group(0).lower() if j < len(matches) and matches[j].lastgroup == "word" else ""
-    if word and matches[j].string[matches[j - 1].end() : matches[j].start()].strip():
-        word = ""  # "max 10, target": punctuation between, so not the number's unit
+    if word and matches[j].string[matches[j - 1].end() : matches[j].start()].strip() not in ("", "-"):
+        word = ""  # "max 10, target": punctuation between, so not the number's unit ("30-minute" is one)
     if word in TIME_UNITS:
         return None, TIME_UNITS[word], None, 1
     if word in ("percent", "pct"):
