@@ -598,3 +598,24 @@ def test_the_first_day_of_a_date_range_takes_the_month_of_its_end() -> None:
 def test_calendar_spans_of_a_month_or_more_are_approximate(comparator: Comparator) -> None:
     assert comparator.compare("Keep the invoices for 12 months", "Keep the invoices for 1 year").same
     assert not comparator.compare("Keep the invoices for 30 days", "Keep the invoices for 31 days").same
+
+
+def test_the_same_numbers_counting_other_things_are_a_number_change(comparator: Comparator) -> None:
+    result = comparator.compare(
+        "Order 50 crates of apples whenever the stock falls below 10",
+        "Order 10 crates of apples whenever the stock falls below 50",
+    )
+    assert "number" in kinds(result), result.reason
+
+
+def test_revoking_is_a_privative_verb(comparator: Comparator) -> None:
+    result = comparator.compare(
+        "Give the interns badge access to the lab", "Revoke the interns' badge access to the lab"
+    )
+    assert not result.same, result.reason
+
+
+def test_twenty_four_seven_is_no_date() -> None:
+    from amplifier_module_tool_agent_memory.compare.extract import read
+
+    assert [s.kind for s in read("Keep the hotline open 24/7").slots] != ["date"]

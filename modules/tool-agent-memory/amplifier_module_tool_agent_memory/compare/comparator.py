@@ -287,6 +287,7 @@ class Comparator:
                     left_a.remove(sa)
                     left_b.remove(sb)
                     break
+        out += _counted_nouns_moved(ra, rb)
         # A quoted phrase the other text says without quotes (or a value written as words) is no difference.
         left_a = [s for s in left_a if not self._said_in(s, rb)]
         left_b = [s for s in left_b if not self._said_in(s, ra)]
@@ -834,6 +835,27 @@ def _show(slot: Slot) -> str:
 
 _AM_PM = re.compile(r"(?i)[ap]\.?m\.?")
 _LEADING_COUNT = re.compile(r"\s*([\d.]+|[a-z]+)")
+
+
+def _counted_nouns_moved(ra: Reading, rb: Reading) -> list[Difference]:
+    """The same numbers counting other things ("reorder 200 boxes ... when stock drops below 30" / "reorder 30
+    boxes ... below 200"): a counted noun both texts give a number to must count the same number."""
+    def counts(reading: Reading) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for slot in reading.slots:
+            if slot.kind == "number" and slot.unit and not slot.measure and not slot.key.endswith("s"):
+                out.setdefault(slot.unit, set()).add(slot.key)
+        return out
+
+    counts_a, counts_b = counts(ra), counts(rb)
+    keys_b = {slot.key for slot in rb.slots}
+    keys_a = {slot.key for slot in ra.slots}
+    for unit in sorted(counts_a.keys() & counts_b.keys()):
+        a, b = counts_a[unit], counts_b[unit]
+        # Only a count the other text still has elsewhere is moved; a count it lacks is a changed number anyway.
+        if a != b and (a - b) <= keys_b and (b - a) <= keys_a:
+            return [Difference("number", f"{' / '.join(sorted(a))} {unit}", f"{' / '.join(sorted(b))} {unit}")]
+    return []
 
 
 _MONTH_SCALE = 28 * 86400

@@ -476,8 +476,8 @@ def _range_start(matches: list[re.Match[str]], i: int) -> tuple[str, str] | None
 def _day_month(raw: str) -> str | None:
     """ "31/5": a day past 12 before a month, read as the date ("05-31"); None for a ratio ("80/20", "3/4")."""
     first, _, second = raw.partition("/")
-    if not (first.isdigit() and second.isdigit()):
-        return None
+    if not (first.isdigit() and second.isdigit()) or raw == "24/7":
+        return None  # "24/7" is English for "all the time", not the 24th of July
     day, month = int(first), int(second)
     return f"{month:02d}-{day:02d}" if 12 < day <= 31 and 1 <= month <= 12 else None
 

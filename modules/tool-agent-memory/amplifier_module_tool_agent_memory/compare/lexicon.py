@@ -125,7 +125,8 @@ PRIVATIVE_VERBS = _words(
     "disable disables disabled disabling stop stops stopped stopping hide hides hid hidden hiding "
     "cancel cancels cancelled canceling cancelling undo undoes undid revert reverts reverted "
     "prevent prevents prevented mute mutes muted uninstall uninstalls uninstalled erase erases erased "
-    "forbid forbids forbidden block blocks blocked"
+    "forbid forbids forbidden block blocks blocked revoke revokes revoked revoking withdraw withdraws withdrew "
+    "withdrawn withdrawing deactivate deactivates deactivated deactivating disallow disallows disallowed"
 )
 """Verbs that take away or negate their object ("remove the limit" reverses "add the limit"):
 the privative counterpart of grammatical negation, general English, applied like a negator."""
