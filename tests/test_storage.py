@@ -321,3 +321,20 @@ def test_the_cache_builds_no_payload_aware_hnsw_links(make_runtime: Callable[...
 
     schema = make_runtime("alice").store().collection(CACHE).shard.info().payload_schema
     assert schema and not any(info.params.enable_hnsw for info in schema.values())
+
+
+def test_a_point_being_rewritten_is_never_read_as_missing(make_runtime: Callable[..., AgentMemory]) -> None:
+    rt = make_runtime()
+    memory_id = _store(rt, "The boiler is serviced every October.")
+    coll = rt.memory().coll
+    [point] = coll.retrieve([memory_id], with_vector=True)
+    found: list[Any] = []
+    with coll.lock:
+        # The first half of a rewrite (delete, then insert), as a writer holding the lock does it.
+        coll.delete([memory_id])
+        reader = threading.Thread(target=lambda: found.extend(coll.retrieve([memory_id])))
+        reader.start()
+        reader.join(timeout=0.5)
+        coll.upsert([(memory_id, point.vector, dict(point.payload))])
+    reader.join(timeout=10)
+    assert [str(p.id) for p in found] == [memory_id]

@@ -593,7 +593,15 @@ class BaseCollection(ABC):
         if not point_ids:
             return []
         ids = list(point_ids)
-        return self._checked(self._read(lambda: self._engine_retrieve(ids, with_vector)))
+        found = self._checked(self._read(lambda: self._engine_retrieve(ids, with_vector)))
+        if len({str(p.id) for p in found}) < len(set(ids)):
+            # A point being written again (deleted, then inserted, under the lock: a plan overwritten, a payload
+            # rewritten) is missing from a read taken meanwhile; a point is only reported missing once a read
+            # under the lock, where no write is in flight, misses it too ("no plan with id ..." for a plan that
+            # a concurrent plan_store was rewriting).
+            with self.lock:
+                found = self._checked(self._read(lambda: self._engine_retrieve(ids, with_vector)))
+        return found
 
     def query(self, request: qdrant_edge.QueryRequest) -> list[StoredPoint]:
         """A scored search (Edge request objects on every engine)."""
