@@ -26,6 +26,7 @@ from ..compare import Comparator, Comparison, announced_update, says_a_change
 from ..config import CacheConfig
 from ..embeddings.providers import Embedder
 from ..errors import InvalidInput, NotFound
+from ..memory.service import ANNOUNCED_CANDIDATES
 from ..redaction import redact_fields
 from ..store.contract import DENSE, Collection, CollectionSpec, IndexSpec, iso
 from ..tokens import count_tokens
@@ -52,9 +53,6 @@ logger = logging.getLogger(__name__)
 # Live items of the same kind compared with a new one: one, as for long-term memory
 # (memory/service.py COMPARE_CANDIDATES).
 COMPARE_CANDIDATES = 1
-# A new item with a marker of change is compared with this many nearest live items, whatever their cosine, and
-# replaces only one it announces a change of (memory/service.py ANNOUNCED_CANDIDATES).
-ANNOUNCED_CANDIDATES = 3
 # A cache merge drops the newer text (an item holds one content), so a restatement merges only
 # from this cosine: the lowest of the restatements the comparison merged in half A of the updates
 # dev file (0.883); on LoCoMo chat fragments it called different remarks the same at 0.80-0.86.
@@ -416,6 +414,8 @@ class CacheService:
         restatement or change answers (``replace.judge`` decides from the comparison and where the
         texts differ; the cosine bounds the work).
         """
+        # A new item with a marker of change is compared with as many nearest live items as a memory is, whatever
+        # their cosine, and replaces only one it announces a change of.
         announcing = says_a_change(content)
         limit = ANNOUNCED_CANDIDATES if announcing else COMPARE_CANDIDATES
         nearest = self._nearest_same_kind(st, vec, kind, now, limit)

@@ -213,14 +213,10 @@ def read(text: str) -> Reading:
     items: list[Item] = []
     tokens: list[str] = []
 
-    slots_start: list[int] = []
-    """Where each slot's text starts in ``text`` (a later word may extend it: "a minute and a half")."""
-
     def add_slot(
         kind: str, key: str, raw: str, unit: str | None = None, rate: str | None = None, measure: bool = False
     ) -> None:
         slots.append(Slot(kind, key, raw, len(tokens), unit, rate, measure))
-        slots_start.append(matches[i].start())
         tokens.append(f"<{kind}:{key}>")
 
     def add_number(num: _Number, raw: str) -> None:
@@ -297,7 +293,9 @@ def read(text: str) -> Reading:
                 tokens.extend(("rather", "than"))
             elif low == "and" and (more := _and_a_half(matches, i, slots, tokens)) is not None:
                 # "a minute and a half", "2 and a half hours": one duration
-                slots[-1] = replace(slots[-1], key=more[0], text=text[slots_start[-1] : matches[more[1]].end()])
+                slots[-1] = replace(
+                    slots[-1], key=more[0], text=f"{slots[-1].text} {text[m.start() : matches[more[1]].end()]}"
+                )
                 tokens[-1] = f"<number:{more[0]}>"
                 i = more[1]
             elif low == "no" and text[m.end() : m.end() + 1] == "." and _next_is_number(matches, i):
@@ -339,8 +337,8 @@ def read(text: str) -> Reading:
                 add_slot("colour", low, raw)
             elif low in ("noon", "midday", "midnight"):
                 add_slot("time", "00:00" if low == "midnight" else "12:00", raw)  # "at noon" is 12:00
-            elif low.removesuffix("'s") in WEEKDAYS:
-                add_slot("date", f"weekday-{WEEKDAYS[low.removesuffix(chr(39) + 's')]}", raw)  # "Saturday's matinee"
+            elif (day := low.removesuffix("'s")) in WEEKDAYS:
+                add_slot("date", f"weekday-{WEEKDAYS[day]}", raw)  # "Saturday's matinee" names Saturday
             elif low in MONTHS and len(low) > 3:
                 add_slot("date", f"month-{MONTHS[low]:02d}", raw)
             else:
@@ -380,16 +378,10 @@ def _time_of_day(matches: list[re.Match[str]], i: int) -> tuple[str, int] | None
     """An hour (digits or a number word) followed by "in the morning / afternoon / evening": (its time key, index
     of the last word)."""
     words = [matches[j].group(0).lower() for j in range(i + 1, min(len(matches), i + 4))]
-    raw = matches[i].group(0).lower()
     if len(words) < 3 or words[:2] != ["in", "the"] or words[2] not in _PARTS_OF_DAY:
         return None
-    if raw.isdigit():
-        hour = int(raw)
-    elif raw in NUMBER_WORDS and NUMBER_WORDS[raw] == int(NUMBER_WORDS[raw]):
-        hour = int(NUMBER_WORDS[raw])  # "ten in the morning"
-    else:
-        return None
-    if not 1 <= hour <= 12:
+    hour = _hour(matches[i])  # "2 in the morning", "ten in the morning"
+    if hour is None:
         return None
     return f"{hour % 12 + _PARTS_OF_DAY[words[2]]:02d}:00", i + 3
 
