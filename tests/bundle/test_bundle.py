@@ -16,7 +16,7 @@ import yaml
 
 from amplifier_module_tool_agent_memory.config import MemoryConfig, parse_config
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 NAMESPACE = "agent-memory"
 MODULE_ID = "tool-agent-memory"
 MODULE_DIR = "modules/tool-agent-memory"

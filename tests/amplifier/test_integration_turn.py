@@ -7,7 +7,7 @@ replay marks it stale, compaction closes the open working-memory block once, a h
 identity is the one used, and the LLM summariser asks the provider as foundation's own modules do.
 
 The orchestrator, context manager, provider and task tool are the small modules in
-``tests/amplifier_stack`` (loop-basic and context-simple are not on PyPI); see its README.
+``tests/amplifier/amplifier_stack`` (loop-basic and context-simple are not on PyPI); see its README.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-MODULE_DIR = Path(__file__).resolve().parent.parent / "modules" / "tool-agent-memory"
+MODULE_DIR = Path(__file__).resolve().parents[2] / "modules" / "tool-agent-memory"
 PACKAGE = "amplifier_module_tool_agent_memory"
 HIDDEN = ("amplifier_core", "amplifier-core", PACKAGE, "__editable__", "_editable_impl_")
 

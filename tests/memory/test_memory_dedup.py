@@ -1,6 +1,6 @@
 """Duplicates: an exact duplicate returns the existing memory; a restatement of the same kind (the
 comparison says the same values in other words) refreshes it instead of adding a copy; anything
-of another kind, or under the compare threshold, is new. Changes: tests/test_memory_updates.py."""
+of another kind, or under the compare threshold, is new. Changes: tests/memory/test_memory_updates.py."""
 
 from __future__ import annotations
 
