@@ -101,7 +101,10 @@ def _cases() -> list[Case]:
 
 CASES = _cases()
 IDS = [
-    f"{shape}-{t}-{where}" for shape, templates in SHAPES.items() for t in range(len(templates)) for where in SURROUNDINGS
+    f"{shape}-{t}-{where}"
+    for shape, templates in SHAPES.items()
+    for t in range(len(templates))
+    for where in SURROUNDINGS
 ]
 
 
@@ -171,6 +174,10 @@ async def _store_everywhere(tools: dict[str, Any], case: Case, n: int) -> dict[s
     return {"memory": memory, "item": item, "plan": plan}
 
 
+def _all_bytes(root: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
+
+
 def _leaked(text: str) -> list[str]:
     return sorted({c.secret for c in CASES if c.secret in text})
 
@@ -203,7 +210,7 @@ async def test_no_shape_survives_in_answers_files_export_or_the_cli(
     rt.close()
 
     # The journal and the engine files: every byte under the identity's folder.
-    blobs = b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
+    blobs = _all_bytes(root)
     assert control.encode() in blobs  # the scan sees stored text at all
     assert not [c.secret for c in CASES if c.secret.encode() in blobs]
 
