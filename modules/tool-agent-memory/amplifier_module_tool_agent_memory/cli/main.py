@@ -204,7 +204,7 @@ def _cache_counts(service: Any) -> dict[str, int]:
     """Items (and how many of them expired, awaiting ``gc``) and blocks of the working-memory cache."""
     import qdrant_edge as qe
 
-    from ..store.edge import iso, utc_now
+    from ..store.contract import iso, utc_now
 
     def of_type(kind: str, *more: Any) -> Any:
         return qe.Filter(must=[qe.FieldCondition("type", match=qe.MatchValue(kind)), *more])
@@ -382,7 +382,8 @@ def _read_for_reindex(
     from ..errors import StoreDamagedError
     from ..memory.service import MEMORIES, MemoryService
     from ..plans.service import PLANS
-    from ..store.edge import JournalView, acquire_store, release_store
+    from ..store.edge import acquire_store, release_store
+    from ..store.rebuild import JournalView
 
     # Export embeds nothing: the new model's embedder only satisfies the service's constructor.
     embedder = get_embedder(config.embeddings)
@@ -545,7 +546,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
     from ..cache.service import CACHE
     from ..memory.service import MEMORIES
     from ..plans.service import PLANS
-    from ..store.edge import EdgeCollection
+    from ..store.edge_collection import EdgeCollection
 
     identity = resolve_cli_identity(getattr(args, "identity", None))
     config = build_config(args, identity.name)
