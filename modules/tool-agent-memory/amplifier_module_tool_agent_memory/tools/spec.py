@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from .outputs import ANY_ANSWER
+
 if TYPE_CHECKING:
     from ..runtime import AgentMemory
 
@@ -53,7 +55,8 @@ class ToolSpec:
 
     ``handler`` validates nothing itself (the input model did) and runs in a worker thread: it calls a
     service and shapes the result. ``event`` is emitted after every successful call unless the handler
-    names another one (:attr:`Outcome.event_name`).
+    names another one (:attr:`Outcome.event_name`). ``output_schema`` describes a successful answer
+    (``tools/outputs.py``; MCP sends it as the tool's ``outputSchema``).
     """
 
     name: str
@@ -61,6 +64,7 @@ class ToolSpec:
     input_model: type[BaseModel]
     handler: Handler
     event: str
+    output_schema: dict[str, Any] = field(default_factory=lambda: ANY_ANSWER)
 
     @property
     def input_schema(self) -> dict[str, Any]:
