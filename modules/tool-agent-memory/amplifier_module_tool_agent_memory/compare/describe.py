@@ -110,6 +110,9 @@ def describe(a: str, b: str) -> tuple[Difference, ...]:
     for run in added:
         if new_run := [u for u in run if u.key not in moved]:
             out.append(Difference(_negation(new_run, "qualifier"), None, _text(new_run)))
+    if not out and [u.key for u in ua] != [u.key for u in ub]:
+        # The same words and the same values, interleaved otherwise ("deploy v2 to prod" / "v2: deploy to prod").
+        out.append(Difference("order", " ".join(u.text for u in ua), " ".join(u.text for u in ub)))
     return tuple(out)
 
 
