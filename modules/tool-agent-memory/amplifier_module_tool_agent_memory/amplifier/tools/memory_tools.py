@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from ...memory.models import MemoryIdInput, MemoryListInput, MemorySearchInput, MemoryStoreInput
+from ...memory.models import (
+    MemoryIdInput,
+    MemoryLinkInput,
+    MemoryListInput,
+    MemorySearchInput,
+    MemoryStoreInput,
+    MemoryUnmergeInput,
+)
 from ...runtime import AgentMemory
 from .base import AgentMemoryTool, Outcome
 
@@ -13,7 +20,8 @@ def _store(rt: AgentMemory, args: MemoryStoreInput) -> Outcome:
         outcome.as_output(),
         {"ids": [outcome.id], "count": 1 if outcome.created else 0, "duplicate": outcome.duplicate,
          "near_duplicate": outcome.near_duplicate, "redacted": sorted(outcome.redacted or {}),
-         "superseded": outcome.superseded["id"] if outcome.superseded else None},
+         "superseded": outcome.superseded["id"] if outcome.superseded else None,
+         "possible_updates": len(outcome.possible_updates)},
     )
 
 
@@ -38,6 +46,16 @@ def _unlink(rt: AgentMemory, args: MemoryIdInput) -> Outcome:
     return Outcome(out, {"ids": [args.id, out["unlinked"]["supersedes"]], "count": 1})
 
 
+def _link(rt: AgentMemory, args: MemoryLinkInput) -> Outcome:
+    out = rt.memory().link(args.id, args.supersedes)
+    return Outcome(out, {"ids": [args.id, out["linked"]["supersedes"]], "count": 0 if out.get("unchanged") else 1})
+
+
+def _unmerge(rt: AgentMemory, args: MemoryUnmergeInput) -> Outcome:
+    out = rt.memory().unmerge(args.id, args.wording)
+    return Outcome(out, {"ids": [args.id, out["memory"]["id"]], "count": 1 if out["created"] else 0})
+
+
 def _list(rt: AgentMemory, args: MemoryListInput) -> Outcome:
     page = rt.memory().list(args)
     return Outcome(page, {"ids": [m["id"] for m in page["memories"]], "count": page["count"]})
@@ -49,8 +67,9 @@ def memory_tools(rt: AgentMemory) -> list[AgentMemoryTool]:
         AgentMemoryTool(
             rt, "memory_store",
             "Save a durable memory (fact, decision, note, preference, event) for later sessions. "
-            "Secrets are redacted; restatements merge; a changed fact, decision or preference is stored and "
-            "supersedes the older one (the answer shows it).",
+            "Secrets are redacted; a restatement merges (the answer's `merged`; undo with memory_unmerge); a changed "
+            "fact, decision or preference is stored and supersedes the older one (`superseded`; undo with "
+            "memory_unlink); when unsure, it is stored and `possible_updates` lists near memories it may update.",
             MemoryStoreInput, _store, "memory:stored",
         ),
         AgentMemoryTool(
@@ -70,6 +89,18 @@ def memory_tools(rt: AgentMemory) -> list[AgentMemoryTool]:
             rt, "memory_unlink",
             "Undo a wrong update link: the memory no longer supersedes the one it replaced (both stay).",
             MemoryIdInput, _unlink, "memory:unlinked",
+        ),
+        AgentMemoryTool(
+            rt, "memory_link",
+            "Declare that memory `id` updates the older memory `supersedes` (kept, marked superseded_by, ranked "
+            "below it); use it on a possible_updates answer. Undo with memory_unlink.",
+            MemoryLinkInput, _link, "memory:linked",
+        ),
+        AgentMemoryTool(
+            rt, "memory_unmerge",
+            "Undo a merge: a wording memory_store merged into memory `id` as a restatement gets a memory of its own "
+            "back (with its own tags and time).",
+            MemoryUnmergeInput, _unmerge, "memory:unmerged",
         ),
         AgentMemoryTool(
             rt, "memory_list", "List memories newest first, paged with `before`.",
