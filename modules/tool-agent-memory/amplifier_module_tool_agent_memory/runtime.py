@@ -18,8 +18,9 @@ from .config import MemoryConfig, parse_config
 from .errors import AgentMemoryError, ConfigError, IdentityError
 from .identity import ResolvedIdentity, resolve_identity
 from .store.contract import Store, utc_now
-from .store.edge import IdentityStore, acquire_store, release_store
+from .store.edge import acquire_store
 from .store.purge import PurgePolicy
+from .store.registry import release
 
 if TYPE_CHECKING:
     from .cache.service import CacheService
@@ -241,11 +242,6 @@ class AgentMemory:
         with self._lock:
             self._closed = True
             self._services.clear()
-            if isinstance(self._store, IdentityStore):
-                release_store(self._store)
-            elif self._store is not None:
-                from .store.server import ServerStore, release_server_store
-
-                if isinstance(self._store, ServerStore):
-                    release_server_store(self._store)
+            if self._store is not None:
+                release(self._store)
             self._store = None
