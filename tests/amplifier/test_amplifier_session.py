@@ -87,6 +87,15 @@ async def _call_every_tool(tools: dict[str, Any]) -> dict[str, ToolResult]:
         newer = await tools["memory_store"].execute(update)
         newer_id = newer.output["id"] if newer.success else "00000000-0000-0000-0000-000000000000"
         await call("memory_unlink", {"id": newer_id})
+    if "memory_link" in tools:
+        await call("memory_link", {"id": newer_id, "supersedes": memory_id})
+    if "memory_unmerge" in tools:
+        wording = "Every night at 1 am the file server is backed up."
+        original = "The file server is backed up every night at 1 am."
+        await tools["memory_store"].execute({"content": original, "kind": "fact"})
+        merged = await tools["memory_store"].execute({"content": wording, "kind": "fact"})
+        merged_id = merged.output["id"] if merged.success else "00000000-0000-0000-0000-000000000000"
+        await call("memory_unmerge", {"id": merged_id, "wording": wording})
     await call("memory_forget", {"id": memory_id})
     if "plan_store" in tools:
         actions = [{"tool": "bash", "args": {"command": "make deploy-staging"}}]
