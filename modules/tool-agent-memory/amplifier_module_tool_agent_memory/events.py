@@ -9,6 +9,7 @@ MEMORY_EVENTS: tuple[str, ...] = (
     "memory:listed",
     "memory:forgotten",
     "memory:unlinked",
+    "memory:recalled",
 )
 CACHE_EVENTS: tuple[str, ...] = (
     "cache:written",
