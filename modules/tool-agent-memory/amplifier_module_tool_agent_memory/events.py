@@ -10,6 +10,8 @@ MEMORY_EVENTS: tuple[str, ...] = (
     "memory:forgotten",
     "memory:unlinked",
     "memory:recalled",
+    "memory:linked",
+    "memory:unmerged",
 )
 CACHE_EVENTS: tuple[str, ...] = (
     "cache:written",
