@@ -338,7 +338,7 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
     from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
     holder = AgentMemory(parse_config({"storage_root": str(root)}), ResolvedIdentity(ident, "config"))
-    holder.memory()
+    print(f"({holder.memory().coll.count()} memories in the store)")
     # A long timeout: under load the work is measured, not cut at recall.timeout_ms.
     on_config = {"recall": {"gate": gate, "timeout_ms": 30_000}, "embeddings": {"query_cache_size": 0}}
     for label, prompts in buckets.items():
@@ -436,15 +436,16 @@ async def main_async(args: argparse.Namespace) -> int:
         gate.update(cosine_weight=weight, min_relevance=bar)
     print(f"gate: {gate}")
 
-    print("\nThrough loop-basic (one turn per question; the recorded request's injected text):")
-    print(f"{'half':<6}{'own q':>6}{'evidence':>10}{'injected':>10}{'tok p50':>9}{'tok p95':>9}{'tok max':>8}"
-          f"{'foreign':>9}{'nothing':>10}   why nothing (own)")
-    for name, half in halves.items():
-        results = [await end_to_end(s, [o for o in half if o is not s], workdir, ids[s["sample_id"]], gate)
-                   for s in half]
-        report(name, results)
+    if not args.latency_only:
+        print("\nThrough loop-basic (one turn per question; the recorded request's injected text):")
+        print(f"{'half':<6}{'own q':>6}{'evidence':>10}{'injected':>10}{'tok p50':>9}{'tok p95':>9}{'tok max':>8}"
+              f"{'foreign':>9}{'nothing':>10}   why nothing (own)")
+        for name, half in halves.items():
+            results = [await end_to_end(s, [o for o in half if o is not s], workdir, ids[s["sample_id"]], gate)
+                       for s in half]
+            report(name, results)
 
-    if args.latency:
+    if args.latency or args.latency_only:
         all_samples = [s for half in halves.values() for s in half]
         print(f"\nLatency at {len(ids[TUNE[0]])} memories ({TUNE[0]}), query cache off:")
         await latency(all_samples, workdir, identity(samples[TUNE[0]]), gate, args.per_bucket)
@@ -464,6 +465,7 @@ def main() -> int:
     parser.add_argument("--tune", action="store_true", help="tune the gate's bars on TUNE first, then report both")
     parser.add_argument("--floor", type=float, default=0.75, help="foreign-nothing share the tuning must keep on TUNE")
     parser.add_argument("--latency", action="store_true", help="measure the latency the hook adds")
+    parser.add_argument("--latency-only", action="store_true", help="only the latency (no evidence figures)")
     parser.add_argument("--latency-fill", type=int, default=10_000, help="memories of the latency store (0: none)")
     parser.add_argument("--per-bucket", type=int, default=60, help="prompts per length bucket")
     return asyncio.run(main_async(parser.parse_args()))
