@@ -687,7 +687,8 @@ class CacheService:
         newest: dict[str, str] = {}
         offset: Any = None
         while True:
-            records, offset = self.coll.scroll(qe.ScrollRequest(offset=offset, limit=512, filter=flt, with_payload=True))
+            request = qe.ScrollRequest(offset=offset, limit=512, filter=flt, with_payload=True)
+            records, offset = self.coll.scroll(request)
             for rec in records:
                 payload = dict(rec.payload or {})
                 scope, created = str(payload.get("scope", "")), str(payload.get("created_at", ""))

@@ -33,8 +33,8 @@ from ..validation import describe_validation_error
 from .config_file import CliError
 from .mcp import register as register_mcp
 from .plans import register as register_plans
-from .ui import register as register_ui
 from .settings import build_config, open_runtime, read_store_meta, resolve_cli_identity
+from .ui import register as register_ui
 
 if TYPE_CHECKING:
     from ..runtime import AgentMemory

@@ -148,7 +148,8 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         given = self.headers.get(security.TOKEN_HEADER)
         if given is None and not header_only:
-            given = (query.get("token") or [None])[-1]
+            tokens = query.get("token") or []
+            given = tokens[-1] if tokens else None
         if not security.token_matches(given, self.owner.token):
             self._refuse("missing or wrong access token: open the URL agent-memory ui printed")
             return False

@@ -136,7 +136,7 @@ def plans(rt: AgentMemory, query: dict[str, list[str]]) -> dict[str, Any]:
         if data["stale"] not in ("true", "false"):
             raise InvalidInput("field 'stale': must be true or false")
         data["stale"] = data["stale"] == "true"
-    return rt.plans().list(_validated(PlanListInput, data))
+    return rt.plans().list_plans(_validated(PlanListInput, data))
 
 
 def plan(rt: AgentMemory, plan_id: str) -> dict[str, Any]:
