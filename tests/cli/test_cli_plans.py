@@ -63,3 +63,23 @@ def test_a_bad_plan_id_is_a_usage_error(
     code, _, err = _run(root, capsys, "plans", "forget")
     assert code == 2 and "needs at least one plan id" in err
     assert plan_id_for(DEPLOY)  # ids are stable: the same prompt, the same id
+
+
+def test_plans_travel_with_export_and_import(
+    root: Path, embedder: CachedEmbedder, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    deploy, rotate = _store(root, DEPLOY, ROTATE)
+    dump = tmp_path / "alice.jsonl"
+    code, out, _ = _run(root, capsys, "export", "--out", str(dump), "--json")
+    assert code == 0 and json.loads(out)["plans"] == 2
+    lines = [json.loads(line) for line in dump.read_text().splitlines()]
+    assert {line["plan_id"] for line in lines if line.get("record") == "plan"} == {deploy, rotate}
+    code = main(["import", str(dump), "--root", str(root), "--identity", "bob", "--json"])
+    out, _ = capsys.readouterr()
+    assert code == 0 and json.loads(out)["plans"] == 2
+    code = main(["plans", "show", deploy, "--root", str(root), "--identity", "bob", "--json"])
+    shown = json.loads(capsys.readouterr()[0])["plans"][0]
+    assert (shown["prompt"], shown["actions"]) == (DEPLOY, [{"tool": "bash", "args": {"command": "make deploy"}}])
+    dump.write_text(dump.read_text() + json.dumps({"record": "plan", "plan_id": deploy, "prompt": ""}) + "\n")
+    code, _, err = _run(root, capsys, "import", str(dump))
+    assert code == 2 and "nothing was imported" in err

@@ -48,7 +48,7 @@ def cmd_plans(args: argparse.Namespace) -> int:
             data["stale"] = args.stale
         inp = _validate(PlanListInput, data)
         with open_runtime(args) as rt:
-            page = rt.plans().list(inp)
+            page = rt.plans().list_plans(inp)
             identity = rt.identity_name
         if args.json:
             print(json.dumps({**page, "identity": identity}, ensure_ascii=False, default=str))
