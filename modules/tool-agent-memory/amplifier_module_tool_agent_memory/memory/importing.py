@@ -1,0 +1,96 @@
+"""Writing imported memories batch by batch, as one thread: what ``import`` and ``reindex`` write.
+
+An import is one thread of its own: each memory's context window is the previous record of the
+import (oldest first), whichever batch it came in. Vectors carried by the records (an export
+``--with-vectors`` of a store of the same model) are written as they are; the others are embedded.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..redaction import redact_fields
+from ..store.contract import DENSE, iso
+from .chains import SUPERSEDED_BY, SUPERSEDES
+from .models import MemoryRecord
+from .ranking import CTX, context_text
+
+if TYPE_CHECKING:
+    from .service import MemoryService
+
+Vector = list[float]
+# A record's own vectors: (dense, ctx), or None to embed it.
+RecordVectors = tuple[Vector, ...] | None
+
+
+class MemoryImporter:
+    """Writes records into a memory collection in the order given, batch after batch."""
+
+    def __init__(self, service: MemoryService) -> None:
+        self.service = service
+        self.thread = f"import-{uuid.uuid4()}"
+        self.written = 0
+        self.embedded = 0
+        self._prev: str | None = None
+
+    def _payload(self, rec: MemoryRecord) -> tuple[dict[str, Any], list[str]]:
+        from .service import RESTATED, content_hash
+
+        fields, _ = redact_fields({"content": rec.content, "tags": rec.tags, "files": rec.files})
+        created = iso(rec.created_at)
+        content = str(fields["content"])
+        restated = [str(redact_fields({"content": t})[0]["content"]) for t in rec.restated]
+        payload = {
+            "content": content,
+            "ctx_text": context_text(content, self._prev),
+            "content_hash": content_hash(content),
+            **({RESTATED: restated} if restated else {}),
+            "kind": rec.kind,
+            "tags": list(fields["tags"]),
+            "importance": rec.importance,
+            "files": list(fields["files"]),
+            "created_at": created,
+            "updated_at": iso(rec.updated_at) if rec.updated_at else created,
+            "thread": self.thread,
+            "seq": self.written,
+            # Links travel with the records: an export and its import keep every chain.
+            **{k: v for k, v in ((SUPERSEDES, rec.supersedes), (SUPERSEDED_BY, rec.superseded_by)) if v},
+        }
+        self._prev = content
+        self.written += 1
+        return payload, restated
+
+    def write(self, records: Sequence[MemoryRecord], vectors: Sequence[RecordVectors] | None = None) -> None:
+        """Write one batch (secrets redacted); ``vectors[i]`` are record i's own, or None to embed it."""
+        from .service import searchable_context
+
+        own: list[RecordVectors] = list(vectors) if vectors is not None else [None] * len(records)
+        built = [self._payload(rec) for rec in records]
+        # Content and context windows of the records without vectors, in one embedding call.
+        todo = [i for i, v in enumerate(own) if v is None]
+        if todo:
+            texts = [str(built[i][0]["content"]) for i in todo] + [str(built[i][0]["ctx_text"]) for i in todo]
+            embedded = self.service.embedder.embed_documents(texts)
+            for k, i in enumerate(todo):
+                own[i] = (embedded[k], embedded[len(todo) + k])
+            self.embedded += len(todo)
+        points = []
+        for rec, (payload, restated), pair in zip(records, built, own, strict=True):
+            assert pair is not None and len(pair) == 2
+            # The context vector embeds the window alone; BM25 also indexes the restated wordings.
+            if restated:
+                payload["ctx_text"] = searchable_context(str(payload["ctx_text"]), restated)
+            points.append((rec.id, {DENSE: pair[0], CTX: pair[1]}, payload))
+        self.service.coll.upsert(points)
+
+    def finish(self) -> dict[str, Any]:
+        """Build the search index when the import left enough memories unindexed; the summary."""
+        from .service import INDEX_AFTER_UNINDEXED
+
+        indexed_s = self.service.coll.index_if_needed(INDEX_AFTER_UNINDEXED)
+        out: dict[str, Any] = {"imported": self.written, "embedded": self.embedded}
+        if indexed_s is not None:
+            out["index_seconds"] = round(indexed_s, 1)
+        return out
