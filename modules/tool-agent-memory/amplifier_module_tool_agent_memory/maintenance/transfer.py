@@ -406,8 +406,9 @@ def import_checked(
 def memory_writer(service: MemoryService) -> Callable[[], KindWriter]:
     """The writer of memories into ``service``'s collection."""
     from ..memory.importing import MemoryImporter
+    from ..memory.service import INDEX_AFTER_UNINDEXED
 
-    return lambda: MemoryImporter(service)
+    return lambda: MemoryImporter(service.coll, service.embedder, INDEX_AFTER_UNINDEXED)
 
 
 # ---------------------------------------------------------------------------------------

@@ -15,10 +15,12 @@ from ..redaction import redact_fields
 from ..store.contract import DENSE, iso
 from .chains import SUPERSEDED_BY, SUPERSEDES
 from .models import MemoryRecord
+from .payload import RESTATED, content_hash, searchable_context
 from .ranking import CTX, context_text
 
 if TYPE_CHECKING:
-    from .service import MemoryService
+    from ..embeddings.providers import Embedder
+    from ..store.contract import Collection
 
 Vector = list[float]
 # A record's own vectors: (dense, ctx), or None to embed it.
@@ -28,16 +30,17 @@ RecordVectors = tuple[Vector, ...] | None
 class MemoryImporter:
     """Writes records into a memory collection in the order given, batch after batch."""
 
-    def __init__(self, service: MemoryService) -> None:
-        self.service = service
+    def __init__(self, coll: Collection, embedder: Embedder, index_after: int) -> None:
+        """``index_after``: build the search index at the end when this many memories are unindexed."""
+        self.coll = coll
+        self.embedder = embedder
+        self.index_after = index_after
         self.thread = f"import-{uuid.uuid4()}"
         self.written = 0
         self.embedded = 0
         self._prev: str | None = None
 
     def _payload(self, rec: MemoryRecord) -> tuple[dict[str, Any], list[str]]:
-        from .service import RESTATED, content_hash
-
         fields, _ = redact_fields({"content": rec.content, "tags": rec.tags, "files": rec.files})
         created = iso(rec.created_at)
         content = str(fields["content"])
@@ -64,15 +67,13 @@ class MemoryImporter:
 
     def write(self, records: Sequence[MemoryRecord], vectors: Sequence[RecordVectors] | None = None) -> None:
         """Write one batch (secrets redacted); ``vectors[i]`` are record i's own, or None to embed it."""
-        from .service import searchable_context
-
         own: list[RecordVectors] = list(vectors) if vectors is not None else [None] * len(records)
         built = [self._payload(rec) for rec in records]
         # Content and context windows of the records without vectors, in one embedding call.
         todo = [i for i, v in enumerate(own) if v is None]
         if todo:
             texts = [str(built[i][0]["content"]) for i in todo] + [str(built[i][0]["ctx_text"]) for i in todo]
-            embedded = self.service.embedder.embed_documents(texts)
+            embedded = self.embedder.embed_documents(texts)
             for k, i in enumerate(todo):
                 own[i] = (embedded[k], embedded[len(todo) + k])
             self.embedded += len(todo)
@@ -83,13 +84,11 @@ class MemoryImporter:
             if restated:
                 payload["ctx_text"] = searchable_context(str(payload["ctx_text"]), restated)
             points.append((rec.id, {DENSE: pair[0], CTX: pair[1]}, payload))
-        self.service.coll.upsert(points)
+        self.coll.upsert(points)
 
     def finish(self) -> dict[str, Any]:
         """Build the search index when the import left enough memories unindexed; the summary."""
-        from .service import INDEX_AFTER_UNINDEXED
-
-        indexed_s = self.service.coll.index_if_needed(INDEX_AFTER_UNINDEXED)
+        indexed_s = self.coll.index_if_needed(self.index_after)
         out: dict[str, Any] = {"imported": self.written, "embedded": self.embedded}
         if indexed_s is not None:
             out["index_seconds"] = round(indexed_s, 1)

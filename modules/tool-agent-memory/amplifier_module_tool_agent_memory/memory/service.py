@@ -6,8 +6,6 @@ adapters run it off the event loop.
 
 from __future__ import annotations
 
-import hashlib
-import re
 import threading
 import uuid
 from collections import OrderedDict
@@ -43,7 +41,9 @@ from .chains import (
     repair_after_forget,
     unlink,
 )
+from .importing import MemoryImporter
 from .models import MemoryListInput, MemoryRecord, MemorySearchInput, MemoryStoreInput
+from .payload import RESTATED, content_hash, normalise_content, searchable_context
 from .ranking import CTX, MEMORY_VECTORS, Hit, RetrievalParams, context_text, hybrid_search
 
 if TYPE_CHECKING:
@@ -67,7 +67,6 @@ MEMORIES = CollectionSpec(
     layout=COMPACT_LAYOUT,
 )
 
-_WS = re.compile(r"\s+")
 # Brute force over 10k unindexed memories (two vectors each) costs a few ms a search; past that
 # the HNSW index is built, checked every INDEX_CHECK_EVERY writes and after every import.
 INDEX_AFTER_UNINDEXED = 10_000
@@ -89,28 +88,12 @@ ANNOUNCED_CANDIDATES = 3
 # Merging every restatement of a note cost LoCoMo R@10 0.745 -> 0.733.
 NOTE_MERGE_COSINE = 0.95
 # A merge keeps the older memory and its wording as the memory's ``restated`` texts (the first
-# MAX_RESTATED), shown with it and found by BM25 through its ctx_text: a restatement the
+# MAX_RESTATED, payload.RESTATED), shown with it and found by BM25 through its ctx_text: a restatement the
 # comparison wrongly calls the same loses no text, so a decided restatement of a fact, decision,
 # preference or event merges at any cosine the gate lets through.
-RESTATED = "restated"
 MAX_RESTATED = 5
 # Pairs of search results whose comparison is remembered (a few hundred bytes each).
 CHANGES_REMEMBERED = 4096
-
-
-def searchable_context(ctx: str, restated: Sequence[str]) -> str:
-    """What ctx_text indexes: the context window, then the wordings merged into the memory."""
-    return "\n".join([ctx, *restated])
-
-
-def normalise_content(text: str) -> str:
-    """The form two memories must share to be exact duplicates: case- and whitespace-folded."""
-    return _WS.sub(" ", text).strip().casefold()
-
-
-def content_hash(text: str) -> str:
-    """sha256 of the normalised content."""
-    return hashlib.sha256(normalise_content(text).encode("utf-8")).hexdigest()
 
 
 def public_view(point_id: str, payload: dict[str, Any], score: float | None = None) -> dict[str, Any]:
@@ -755,9 +738,7 @@ class MemoryService:
 
     def import_records(self, records: Sequence[MemoryRecord], batch: int = 256) -> dict[str, Any]:
         """Write validated records in this order, embedding in batches. Idempotent on id; secrets redacted."""
-        from .importing import MemoryImporter
-
-        importer = MemoryImporter(self)
+        importer = MemoryImporter(self.coll, self.embedder, INDEX_AFTER_UNINDEXED)
         for start in range(0, len(records), batch):
             importer.write(records[start : start + batch])
         return importer.finish()
