@@ -93,6 +93,10 @@ async def _call_every_tool(tools: dict[str, Any]) -> dict[str, ToolResult]:
         await call("plan_store", {"prompt": "Deploy the API to staging", "actions": actions})
         await call("plan_lookup", {"prompt": "Deploy the API to staging"})
         await call("plan_reward", {"prompt": "Deploy the API to staging", "success": True})
+        listed = await call("plan_list", {})
+        plan_id = listed.output["plans"][0]["plan_id"] if listed.success else "00000000-0000-0000-0000-000000000000"
+        await call("plan_get", {"plan_id": plan_id})
+        await call("plan_forget", {"plan_id": plan_id})
     if "cache_write" in tools:
         written = await call("cache_write", {"kind": "fact", "content": "The API listens on port 8080"})
         block_id = written.output["block_id"] if written.success else "00000000-0000-0000-0000-000000000000"

@@ -26,5 +26,9 @@ PLAN_EVENTS: tuple[str, ...] = (
     "plan:stored",
     "plan:reward",
     "plan:stale",
+    "plan:listed",
+    "plan:read",
+    "plan:forgotten",
+    "plan:used",
 )
 EVENTS: tuple[str, ...] = MEMORY_EVENTS + CACHE_EVENTS + PLAN_EVENTS

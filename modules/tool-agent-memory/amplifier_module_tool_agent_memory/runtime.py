@@ -18,11 +18,13 @@ from .config import MemoryConfig, parse_config
 from .errors import AgentMemoryError, ConfigError, IdentityError
 from .identity import ResolvedIdentity, resolve_identity
 from .store.contract import Store, utc_now
-from .store.edge import IdentityStore, acquire_store, release_store
+from .store.edge import acquire_store
 from .store.purge import PurgePolicy
+from .store.registry import release
 
 if TYPE_CHECKING:
     from .cache.service import CacheService
+    from .compare import Judge
     from .embeddings.providers import CachedEmbedder
     from .memory.service import MemoryService
     from .plans.service import PlanService
@@ -219,10 +221,19 @@ class AgentMemory:
         from .plans.service import PLANS, PlanService
 
         def build() -> PlanService:
-            return PlanService(self.store().collection(PLANS), self.embedder(), self.config.plans, clock=self.clock)
+            return PlanService(self.store().collection(PLANS), self.embedder(), self.config.plans, clock=self.clock,
+                               judge=self.judge())
 
         svc: PlanService = self.service("plans", build)
         return svc
+
+    def judge(self) -> Judge | None:
+        """The judge of near matches certification leaves open: None for ``judge: agent`` (the default)."""
+        if self.config.judge != "provider":
+            return None
+        from .amplifier.llm_judge import ProviderJudge
+
+        return ProviderJudge(self.coordinator, self.config.judge_timeout_s)
 
     async def emit(self, event: str, data: dict[str, Any]) -> None:
         """Emit an event on the session's hooks (if any); never raises."""
@@ -241,11 +252,6 @@ class AgentMemory:
         with self._lock:
             self._closed = True
             self._services.clear()
-            if isinstance(self._store, IdentityStore):
-                release_store(self._store)
-            elif self._store is not None:
-                from .store.server import ServerStore, release_server_store
-
-                if isinstance(self._store, ServerStore):
-                    release_server_store(self._store)
+            if self._store is not None:
+                release(self._store)
             self._store = None

@@ -474,7 +474,8 @@ def export_lines(
 def journal_memory_service(store: Store, embedder: Embedder, config: Any) -> MemoryService | None:
     """A memory service reading the journal alone (the engine could not read every memory)."""
     from ..memory.service import MEMORIES, MemoryService
-    from ..store.edge import IdentityStore, JournalView
+    from ..store.edge import IdentityStore
+    from ..store.rebuild import JournalView
 
     if not isinstance(store, IdentityStore):
         return None

@@ -76,9 +76,11 @@ CACHE_PACK = answer(
 
 PLAN_LOOKUP = answer(
     {"hit": BOOLEAN, "answer": {"type": "string", "enum": ["hit", "candidate", "miss"]}},
-    {"plan_id": STRING, "actions": OBJECTS, "similarity": NUMBER, "candidate": OBJECT, "candidates": OBJECTS,
-     "confirm": STRING},
+    {"plan_id": STRING, "actions": OBJECTS, "similarity": NUMBER, "candidates": OBJECTS, "next": STRING},
 )
+PLAN_PAGE = answer({"plans": OBJECTS, "total": INTEGER, "offset": INTEGER})
+PLAN_READ = answer({"plan_id": STRING, "prompt": STRING, "actions": OBJECTS})
+PLAN_FORGOTTEN = answer({"plan_id": STRING, "forgotten": BOOLEAN}, {"prompt": STRING})
 PLAN_STORED = answer(
     {"plan_id": STRING, "created": BOOLEAN, "overwritten": BOOLEAN, "revived": BOOLEAN, "steps": INTEGER},
     {"score": NUMBER, "redacted": OBJECT},

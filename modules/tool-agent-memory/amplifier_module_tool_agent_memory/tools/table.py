@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..cache.models import CacheCompactInput, CacheGetInput, CachePackInput, CacheSearchInput, CacheWriteInput
 from ..memory.models import MemoryIdInput, MemoryListInput, MemorySearchInput, MemoryStoreInput
-from ..plans.models import PlanLookupInput, PlanRewardInput, PlanStoreInput
+from ..plans.models import PlanIdInput, PlanListInput, PlanLookupInput, PlanRewardInput, PlanStoreInput
 from . import cache, memory, plans
 from . import outputs as out
 from .spec import ToolSpec
@@ -76,16 +76,31 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "plan_lookup",
         "Before planning a task, look for a cached tool sequence that solved the same request. "
-        "answer 'hit': replay the returned actions. answer 'candidate': a stored request looks alike but "
-        "may differ (see its prompt and differences): confirm it asks for the same thing before replaying "
-        "its actions. answer 'miss': plan from scratch (the nearest cached requests and why they differ "
-        "are listed).",
+        "answer 'hit': the stored request is certified the same: replay the actions, then plan_reward. "
+        "answer 'candidate': near plans, nearest first, each with what differs: replay one only if it asks "
+        "for the same thing; if a difference is a parameter, adapt its steps and plan_store the result with "
+        "derived_from; else plan afresh; then plan_reward the plan used. answer 'miss': nothing near, plan "
+        "afresh. The answer's 'next' says the same.",
         PlanLookupInput, plans.lookup, "plan:miss", out.PLAN_LOOKUP,
     ),
     ToolSpec(
         "plan_store",
-        "Cache the tool sequence ({tool, args} steps) that solved a request, for replay next time.",
+        "Cache the tool sequence ({tool, args} steps) that solved a request, for replay next time "
+        "(derived_from: the candidate's plan_id when you adapted one).",
         PlanStoreInput, plans.store, "plan:stored", out.PLAN_STORED,
+    ),
+    ToolSpec(
+        "plan_list",
+        "List cached plans, most recently updated first (prompt, steps, score, use counts), to review them.",
+        PlanListInput, plans.list_plans, "plan:listed", out.PLAN_PAGE,
+    ),
+    ToolSpec(
+        "plan_get", "Read one cached plan in full (all its actions) by plan_id.",
+        PlanIdInput, plans.get, "plan:read", out.PLAN_READ,
+    ),
+    ToolSpec(
+        "plan_forget", "Delete one cached plan by plan_id (a wrong or outdated plan); returns what was deleted.",
+        PlanIdInput, plans.forget, "plan:forgotten", out.PLAN_FORGOTTEN,
     ),
     ToolSpec(
         "plan_reward",
