@@ -67,6 +67,9 @@ class _Recorder:
     def finish(self) -> dict[str, Any]:
         return {"imported": sum(len(b) for b in self.batches)}
 
+    def close(self) -> None:
+        self.batches.clear()
+
 
 def test_import_reads_the_file_in_bounded_batches_oldest_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     n, batch = 1_000, 64

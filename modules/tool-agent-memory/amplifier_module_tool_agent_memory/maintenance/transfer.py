@@ -110,6 +110,10 @@ class KindWriter(Protocol):
         """After the last batch (index builds); a summary."""
         ...
 
+    def close(self) -> None:
+        """After a failure: release what the writer holds (nothing more is written)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Line:
@@ -121,7 +125,7 @@ class Line:
     model: str | None = None
 
 
-def _decode_vector(text: Any, name: str) -> Vector:
+def _decode_vector(text: Any, name: str, as_list: bool) -> Any:
     import numpy as np
 
     if not isinstance(text, str):
@@ -135,10 +139,10 @@ def _decode_vector(text: Any, name: str) -> Vector:
     vec = np.frombuffer(raw, dtype="<f4")
     if not np.isfinite(vec).all():
         raise ValueError(f"vectors.{name} holds a number that is not finite")
-    return vec.tolist()  # type: ignore[no-any-return]
+    return vec.tolist() if as_list else vec
 
 
-def _parse_vectors(kind: RecordKind, block: Any) -> tuple[str, tuple[Vector, ...]]:
+def _parse_vectors(kind: RecordKind, block: Any, as_lists: bool) -> tuple[str, tuple[Any, ...]]:
     if not isinstance(block, dict):
         raise ValueError("vectors must be an object {model, " + ", ".join(kind.vector_names) + "}")
     unknown = set(block) - {"model", *kind.vector_names}
@@ -152,14 +156,17 @@ def _parse_vectors(kind: RecordKind, block: Any) -> tuple[str, tuple[Vector, ...
     model = block["model"]
     if not isinstance(model, str) or not model:
         raise ValueError("vectors.model must be the id of the model that made them")
-    vectors = tuple(_decode_vector(block[name], name) for name in kind.vector_names)
+    vectors = tuple(_decode_vector(block[name], name, as_lists) for name in kind.vector_names)
     if len({len(v) for v in vectors}) != 1:
         raise ValueError("the vectors of a record must have one size")
     return model, vectors
 
 
-def parse_line(text: str) -> Line:
-    """Validate one non-blank line; raises ValueError with what is wrong (no line number)."""
+def parse_line(text: str, as_lists: bool = True) -> Line:
+    """Validate one non-blank line; raises ValueError with what is wrong (no line number).
+
+    ``as_lists``: the vectors as lists of floats (what a store writes), else as numpy arrays (checking only).
+    """
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -182,7 +189,7 @@ def parse_line(text: str) -> Line:
         raise ValueError(describe_validation_error(exc)) from exc
     if block is None:
         return Line(kind, record)
-    model, vectors = _parse_vectors(kind, block)
+    model, vectors = _parse_vectors(kind, block, as_lists)
     return Line(kind, record, vectors, model)
 
 
@@ -296,7 +303,7 @@ def _check(fh: IO[bytes], source: str, advance: Advance | None, np: Any) -> Chec
             continue
         total += 1
         try:
-            line = parse_line(raw.decode("utf-8"))
+            line = parse_line(raw.decode("utf-8"), as_lists=False)
         except UnicodeDecodeError as exc:
             problem: str | None = f"not UTF-8 text (byte {exc.start + 1})"
         except ValueError as exc:
@@ -385,17 +392,22 @@ def import_checked(
     without, every record is embedded.
     """
     open_writers: dict[str, KindWriter] = {}
-    for lines in checked.batches(batch):
-        kind = lines[0].kind.name
-        if kind not in open_writers:
-            factory = writers.get(kind)
-            if factory is None:
-                raise ImportFileError(f"{checked.source}: records of type {kind!r} cannot be imported here")
-            open_writers[kind] = factory()
-        vectors = [line.vectors for line in lines] if use_vectors else None
-        open_writers[kind].write([line.record for line in lines], vectors)
-        if advance is not None:
-            advance(len(lines))
+    try:
+        for lines in checked.batches(batch):
+            kind = lines[0].kind.name
+            if kind not in open_writers:
+                factory = writers.get(kind)
+                if factory is None:
+                    raise ImportFileError(f"{checked.source}: records of type {kind!r} cannot be imported here")
+                open_writers[kind] = factory()
+            vectors = [line.vectors for line in lines] if use_vectors else None
+            open_writers[kind].write([line.record for line in lines], vectors)
+            if advance is not None:
+                advance(len(lines))
+    except BaseException:
+        for writer in open_writers.values():
+            writer.close()
+        raise
     result: dict[str, Any] = {"imported": 0}
     for writer in open_writers.values():
         for key, value in writer.finish().items():

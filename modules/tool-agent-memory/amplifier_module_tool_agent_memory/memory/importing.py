@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from ..redaction import redact_fields
@@ -23,8 +24,20 @@ if TYPE_CHECKING:
     from ..store.contract import Collection
 
 Vector = list[float]
+# Writes between two engine checkpoints during an import (instead of the store's 200): a crash replays at
+# most this many journal records on the next open (2,000 memories: ~40 ms, store/journal.py INDEX_EVERY).
+BULK_CHECKPOINT_EVERY = 2_000
 # A record's own vectors: (dense, ctx), or None to embed it.
 RecordVectors = tuple[Vector, ...] | None
+# A batch waiting to be written: records, (payload, restated) of each, their vectors, which are being
+# embedded, and that embedding.
+_Pending = tuple[
+    list[MemoryRecord],
+    list[tuple[dict[str, Any], list[str]]],
+    list[RecordVectors],
+    list[int],
+    Future[list[Vector]] | None,
+]
 
 
 class MemoryImporter:
@@ -35,10 +48,15 @@ class MemoryImporter:
         self.coll = coll
         self.embedder = embedder
         self.index_after = index_after
+        self._checkpoint_every = getattr(coll, "checkpoint_every", None)
+        if self._checkpoint_every is not None:
+            coll.checkpoint_every = max(self._checkpoint_every, BULK_CHECKPOINT_EVERY)  # type: ignore[attr-defined]
         self.thread = f"import-{uuid.uuid4()}"
         self.written = 0
         self.embedded = 0
         self._prev: str | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: _Pending | None = None
 
     def _payload(self, rec: MemoryRecord) -> tuple[dict[str, Any], list[str]]:
         fields, _ = redact_fields({"content": rec.content, "tags": rec.tags, "files": rec.files})
@@ -66,14 +84,33 @@ class MemoryImporter:
         return payload, restated
 
     def write(self, records: Sequence[MemoryRecord], vectors: Sequence[RecordVectors] | None = None) -> None:
-        """Write one batch (secrets redacted); ``vectors[i]`` are record i's own, or None to embed it."""
+        """Write one batch (secrets redacted); ``vectors[i]`` are record i's own, or None to embed it.
+
+        The batch's embedding starts in the background and the batch is written with the next call (or
+        :meth:`finish`): reading, redacting and writing one batch overlap the embedding of the next, and
+        at most two batches are held.
+        """
         own: list[RecordVectors] = list(vectors) if vectors is not None else [None] * len(records)
         built = [self._payload(rec) for rec in records]
         # Content and context windows of the records without vectors, in one embedding call.
         todo = [i for i, v in enumerate(own) if v is None]
+        embedding: Future[list[Vector]] | None = None
         if todo:
             texts = [str(built[i][0]["content"]) for i in todo] + [str(built[i][0]["ctx_text"]) for i in todo]
-            embedded = self.embedder.embed_documents(texts)
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-memory-import")
+            embedding = self._pool.submit(self.embedder.embed_documents, texts)
+        self._flush()
+        self._pending = (list(records), built, own, todo, embedding)
+
+    def _flush(self) -> None:
+        """Write the batch waiting for its embedding."""
+        if self._pending is None:
+            return
+        records, built, own, todo, embedding = self._pending
+        self._pending = None
+        if embedding is not None:
+            embedded = embedding.result()
             for k, i in enumerate(todo):
                 own[i] = (embedded[k], embedded[len(todo) + k])
             self.embedded += len(todo)
@@ -86,8 +123,22 @@ class MemoryImporter:
             points.append((rec.id, {DENSE: pair[0], CTX: pair[1]}, payload))
         self.coll.upsert(points)
 
+    def close(self) -> None:
+        """Stop the background embedding and restore the store's checkpoints (after a failure: the pending
+        batch is dropped)."""
+        self._pending = None
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        if self._checkpoint_every is not None:
+            self.coll.checkpoint_every = self._checkpoint_every  # type: ignore[attr-defined]
+
     def finish(self) -> dict[str, Any]:
-        """Build the search index when the import left enough memories unindexed; the summary."""
+        """Write the last batch, build the search index when the import left enough memories unindexed; the summary."""
+        try:
+            self._flush()
+        finally:
+            self.close()
         indexed_s = self.coll.index_if_needed(self.index_after)
         out: dict[str, Any] = {"imported": self.written, "embedded": self.embedded}
         if indexed_s is not None:

@@ -739,8 +739,12 @@ class MemoryService:
     def import_records(self, records: Sequence[MemoryRecord], batch: int = 256) -> dict[str, Any]:
         """Write validated records in this order, embedding in batches. Idempotent on id; secrets redacted."""
         importer = MemoryImporter(self.coll, self.embedder, INDEX_AFTER_UNINDEXED)
-        for start in range(0, len(records), batch):
-            importer.write(records[start : start + batch])
+        try:
+            for start in range(0, len(records), batch):
+                importer.write(records[start : start + batch])
+        except BaseException:
+            importer.close()
+            raise
         return importer.finish()
 
     def counts_by_kind(self) -> dict[str, int]:
