@@ -9,6 +9,8 @@ MEMORY_EVENTS: tuple[str, ...] = (
     "memory:listed",
     "memory:forgotten",
     "memory:unlinked",
+    "memory:linked",
+    "memory:unmerged",
 )
 CACHE_EVENTS: tuple[str, ...] = (
     "cache:written",

@@ -337,7 +337,7 @@ def _output_stream(path: str | None) -> Iterator[IO[str]]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from ..maintenance.transfer import export_lines, journal_memory_service
+    from ..maintenance.transfer import export_lines, export_plans, journal_memory_service
     from .progress import Progress, wanted
 
     count = 0
@@ -363,13 +363,17 @@ def cmd_export(args: argparse.Namespace) -> int:
             out.write(line + "\n")
             count += 1
             progress.advance()
+        plans = 0
+        for line in export_plans(rt.plans()):
+            out.write(line + "\n")
+            plans += 1
         progress.finish()
     if args.out and args.out != "-":
-        summary = {"exported": count, "path": str(Path(args.out).expanduser()), "identity": identity}
+        summary = {"exported": count, "plans": plans, "path": str(Path(args.out).expanduser()), "identity": identity}
         if args.json:
             _print_json(summary)
         else:
-            print(f"exported {count} memories of identity {identity} to {summary['path']}")
+            print(f"exported {count} memories and {plans} plans of identity {identity} to {summary['path']}")
     return EXIT_OK
 
 
@@ -515,7 +519,7 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from ..maintenance.transfer import check_import, check_vectors, import_checked, memory_writer
+    from ..maintenance.transfer import PlanWriter, check_import, check_vectors, import_checked, memory_writer
     from .progress import Progress, wanted
 
     show = wanted(args.json)
@@ -525,7 +529,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     try:
         source = checked.source
         repeated = checked.repeated
-        result: dict[str, Any] = {"read": checked.read, "repeated_ids": repeated, "dry_run": args.dry_run}
+        result: dict[str, Any] = {"read": checked.read, "repeated_ids": repeated, "dry_run": args.dry_run, "plans": 0}
         models = sorted({model for model, _ in checked.vector_models})
         if models:
             result["vectors"] = {"models": models, "used": False}
@@ -543,7 +547,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                     result.update(
                         import_checked(
                             checked,
-                            {"memory": memory_writer(rt.memory())},
+                            {"memory": memory_writer(rt.memory()), "plan": lambda: PlanWriter(rt.plans())},
                             use_vectors=use_vectors,
                             batch=rt.config.embeddings.batch_size,
                             advance=progress.advance,
@@ -557,11 +561,18 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result)
     elif args.dry_run:
-        print(f"{source}: {checked.to_write} valid memories; nothing written (--dry-run)")
+        counts = checked.counts
+        print(
+            f"{source}: {counts.get('memory', 0)} valid memories and {counts.get('plan', 0)} plans; "
+            "nothing written (--dry-run)"
+        )
     else:
         note = f" ({repeated} repeated ids: the last line of each won)" if repeated else ""
         how = " (with their vectors: nothing embedded)" if result.get("vectors", {}).get("used") else ""
-        print(f"imported {result['imported']} memories into identity {result['identity']}{how}{note}")
+        print(
+            f"imported {result['imported']} memories and {result['plans']} plans into identity "
+            f"{result['identity']}{how}{note}"
+        )
     return EXIT_OK
 
 

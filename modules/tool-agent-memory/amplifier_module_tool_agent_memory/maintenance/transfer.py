@@ -11,7 +11,8 @@ Standard input is spooled to an unnamed temporary file first, so it can be read 
 Lines: a memory is a :class:`MemoryRecord` as JSON. ``export --with-vectors`` adds
 ``"vectors": {"model": <model id>, "dense": <base64>, "ctx": <base64>}`` (little-endian
 float32), which an import into a store of the same model writes as they are. A line of another
-kind of record names it in ``"type"`` (:data:`KINDS`; a line without one is a memory).
+kind of record names it in ``"record"`` (:data:`KINDS`: ``"plan"``, written after the memories and
+embedded on import; a line without one is a memory).
 """
 
 from __future__ import annotations
@@ -42,14 +43,16 @@ if TYPE_CHECKING:
     from ..embeddings.providers import Embedder
     from ..memory.models import MemoryRecord
     from ..memory.service import MemoryService
+    from ..plans.service import PlanService
     from ..store.contract import Store
 
 logger = logging.getLogger(__name__)
 
 MAX_IMPORT_ERRORS_SHOWN = 10
-TYPE = "type"
+RECORD = "record"
 VECTORS = "vectors"
 MEMORY = "memory"
+PLAN = "plan"
 # Records written per batch (and embedded per call): what an import holds at once.
 DEFAULT_BATCH = 256
 
@@ -73,10 +76,14 @@ class RecordKind:
 
     name: str
     model: Callable[[], type[BaseModel]]
-    # The names of the vectors a record of this kind carries (the collection's vector names).
+    # The names of the vectors a record of this kind carries (the collection's vector names; none: never).
     vector_names: tuple[str, ...]
     # Position in the write order among records of this kind (memories: oldest first).
     order_key: Callable[[Any], int]
+    # The id the record is stored under (a later line with the same one replaces it).
+    id_of: Callable[[Any], str]
+    # Whether the ``record`` field is part of the kind's model (else it is taken off the line).
+    keeps_record_field: bool = False
 
 
 def _memory_model() -> type[BaseModel]:
@@ -95,8 +102,23 @@ def _micros(record: Any) -> int:
     return (stamp - _EPOCH) // timedelta(microseconds=1)
 
 
-# Kinds by the value of a line's "type" (a memory line has none). Order: the order kinds are written in.
-KINDS: dict[str, RecordKind] = {MEMORY: RecordKind(MEMORY, _memory_model, ("dense", "ctx"), _micros)}
+def _plan_model() -> type[BaseModel]:
+    from ..plans.models import PlanExportRecord
+
+    return PlanExportRecord
+
+
+def _plan_id(record: Any) -> str:
+    from ..plans.service import plan_id_for
+
+    return plan_id_for(record.prompt)
+
+
+# Kinds by the value of a line's "record" (a memory line has none). Order: the order kinds are written in.
+KINDS: dict[str, RecordKind] = {
+    MEMORY: RecordKind(MEMORY, _memory_model, ("dense", "ctx"), _micros, lambda record: str(record.id)),
+    PLAN: RecordKind(PLAN, _plan_model, (), lambda _record: 0, _plan_id, keeps_record_field=True),
+}
 
 
 class KindWriter(Protocol):
@@ -143,6 +165,8 @@ def _decode_vector(text: Any, name: str, as_list: bool) -> Any:
 
 
 def _parse_vectors(kind: RecordKind, block: Any, as_lists: bool) -> tuple[str, tuple[Any, ...]]:
+    if not kind.vector_names:
+        raise ValueError(f"a {kind.name} line carries no vectors (its text is embedded on import)")
     if not isinstance(block, dict):
         raise ValueError("vectors must be an object {model, " + ", ".join(kind.vector_names) + "}")
     unknown = set(block) - {"model", *kind.vector_names}
@@ -175,10 +199,12 @@ def parse_line(text: str, as_lists: bool = True) -> Line:
         raise ValueError(f"nests deeper than {MAX_DEPTH} levels") from exc
     if not isinstance(data, dict):
         raise ValueError(f"must be a JSON object, got {type(data).__name__}")
-    type_name = data.pop(TYPE, MEMORY)
+    type_name = data.get(RECORD, MEMORY)
     kind = KINDS.get(type_name) if isinstance(type_name, str) else None
     if kind is None:
-        raise ValueError(f"unknown record type {type_name!r} (known: {', '.join(KINDS)})")
+        raise ValueError(f"unknown record {type_name!r} (known: {', '.join(KINDS)})")
+    if not kind.keeps_record_field:
+        data.pop(RECORD, None)
     block = data.pop(VECTORS, None)
     problem = json_shape_problem(data)
     if problem is not None:
@@ -317,7 +343,7 @@ def _check(fh: IO[bytes], source: str, advance: Advance | None, np: Any) -> Chec
             continue
         if error_count:
             continue  # the file is refused: only the remaining errors matter now
-        hi, lo = _id_halves(line.record.id)
+        hi, lo = _id_halves(line.kind.id_of(line.record))
         codes.append(kind_codes[line.kind.name])
         id_hi.append(hi)
         id_lo.append(lo)
@@ -413,6 +439,31 @@ def import_checked(
         for key, value in writer.finish().items():
             result[key] = result.get(key, 0) + value
     return result
+
+
+class PlanWriter:
+    """Writes plan lines through the plan service (embedding each prompt: a plan's id follows its prompt)."""
+
+    def __init__(self, service: PlanService) -> None:
+        self.service = service
+        self.written = 0
+
+    def write(self, records: Sequence[Any], vectors: Sequence[tuple[Vector, ...] | None] | None = None) -> None:
+        """Write one batch of plans (they carry no vectors)."""
+        self.written += self.service.import_records(list(records), batch=max(1, len(records)))
+
+    def finish(self) -> dict[str, Any]:
+        """How many plans were written."""
+        return {"plans": self.written}
+
+    def close(self) -> None:
+        """Nothing is held between batches."""
+
+
+def export_plans(service: PlanService) -> Iterator[str]:
+    """Every plan of the identity, oldest first, as the lines export writes after the memories."""
+    for record in service.export():
+        yield record.model_dump_json()
 
 
 def memory_writer(service: MemoryService) -> Callable[[], KindWriter]:

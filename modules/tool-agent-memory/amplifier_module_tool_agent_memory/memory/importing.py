@@ -16,8 +16,9 @@ from ..redaction import redact_fields
 from ..store.contract import DENSE, iso
 from .chains import SUPERSEDED_BY, SUPERSEDES
 from .models import MemoryRecord
-from .payload import RESTATED, content_hash, searchable_context
+from .payload import content_hash, meta_payload
 from .ranking import CTX, context_text
+from .restated import RESTATED, RESTATED_META, searchable_context
 
 if TYPE_CHECKING:
     from ..embeddings.providers import Embedder
@@ -68,6 +69,11 @@ class MemoryImporter:
             "ctx_text": context_text(content, self._prev),
             "content_hash": content_hash(content),
             **({RESTATED: restated} if restated else {}),
+            **(
+                {RESTATED_META: [meta_payload(m) for m in rec.restated_meta[: len(restated)]]}
+                if rec.restated_meta
+                else {}
+            ),
             "kind": rec.kind,
             "tags": list(fields["tags"]),
             "importance": rec.importance,

@@ -1,26 +1,25 @@
-"""What a stored memory's payload derives from its text: the exact-duplicate hash, the BM25 context."""
+"""What a stored memory's payload derives from a record: the exact-duplicate hash, a wording's metadata."""
 
 from __future__ import annotations
 
 import hashlib
-import re
-from collections.abc import Sequence
+from typing import Any
 
-# Other wordings merged into a memory (restatements), kept and searchable.
-RESTATED = "restated"
-_WS = re.compile(r"\s+")
-
-
-def searchable_context(ctx: str, restated: Sequence[str]) -> str:
-    """What ctx_text indexes: the context window, then the wordings merged into the memory."""
-    return "\n".join([ctx, *restated])
-
-
-def normalise_content(text: str) -> str:
-    """The form two memories must share to be exact duplicates: case- and whitespace-folded."""
-    return _WS.sub(" ", text).strip().casefold()
+from ..store.contract import iso
+from .models import RestatedMeta
+from .restated import normalise_content
 
 
 def content_hash(text: str) -> str:
     """sha256 of the normalised content."""
     return hashlib.sha256(normalise_content(text).encode("utf-8")).hexdigest()
+
+
+def meta_payload(meta: RestatedMeta) -> dict[str, Any]:
+    """A restated wording's metadata as stored (the time as ISO 8601, none when unknown)."""
+    return {
+        "tags": list(meta.tags),
+        "importance": meta.importance,
+        "files": list(meta.files),
+        **({"created_at": iso(meta.created_at)} if meta.created_at else {}),
+    }

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator
 
@@ -204,3 +204,22 @@ class PlanRecord(BaseModel):
     @classmethod
     def _iso(cls, value: object) -> datetime | None:
         return None if value is None else parse_timestamp(value)
+
+
+class PlanExportRecord(PlanRecord):
+    """One plan as ``agent-memory export`` writes it (a line beside the memories) and import reads it."""
+
+    record: Literal["plan"] = "plan"
+    plan_id: str
+
+    @field_validator("plan_id")
+    @classmethod
+    def _uuid(cls, value: str) -> str:
+        return check_point_id(value)
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt_size(cls, value: str) -> str:
+        if not value.strip() or len(value) > MAX_PROMPT_CHARS:
+            raise ValueError(f"must be 1-{MAX_PROMPT_CHARS} characters of text")
+        return value

@@ -22,7 +22,7 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -34,6 +34,7 @@ from ..errors import NotFound
 from ..redaction import redact_text
 from ..store.contract import DENSE, Collection, CollectionSpec, IndexSpec, iso, utc_now
 from .models import (
+    PlanExportRecord,
     PlanListInput,
     PlanLookupInput,
     PlanRecord,
@@ -494,7 +495,7 @@ class PlanService:
             if offset is None:
                 return out
 
-    def list(self, inp: PlanListInput) -> dict[str, Any]:
+    def list_plans(self, inp: PlanListInput) -> dict[str, Any]:
         """Stored plans, most recently updated first: id, prompt, steps, score, counts, stale (actions: plan_get)."""
         records = self._all()
         if inp.stale is not None:
@@ -527,6 +528,28 @@ class PlanService:
             self.coll.delete([plan_id])
         self._offered.pop(plan_id, None)
         return {"plan_id": plan_id, "forgotten": True, "prompt": payload.get("prompt")}
+
+    def export(self) -> Iterator[PlanExportRecord]:
+        """Every plan as an export record, oldest first."""
+        rows = sorted(self._all(), key=lambda r: str(r[1].get("created_at") or ""))
+        for plan_id, payload in rows:
+            fields = {k: v for k, v in payload.items() if k in PlanExportRecord.model_fields}
+            yield PlanExportRecord.model_validate({**fields, "plan_id": plan_id})
+
+    def import_records(self, records: list[PlanExportRecord], batch: int = 64) -> int:
+        """Write exported plans (embedding their prompts); a plan's id follows its prompt, so an import twice, or of
+        a plan already here, overwrites it in place. Returns how many were written."""
+        for start in range(0, len(records), batch):
+            chunk = records[start : start + batch]
+            vecs = self.embedder.embed_documents([r.prompt for r in chunk])
+            points = []
+            for record, vec in zip(chunk, vecs, strict=True):
+                plan = PlanRecord.model_validate(record.model_dump(exclude={"record", "plan_id"}))
+                points.append((plan_id_for(record.prompt), vec, self._payload(plan)))
+            with self.coll.lock:
+                self.coll.upsert(points)
+        self._maybe_index()
+        return len(records)
 
     def count(self, stale: bool | None = None) -> int:
         """How many plans (all, or only the stale / fresh ones)."""

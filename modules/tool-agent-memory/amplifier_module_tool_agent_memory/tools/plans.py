@@ -22,7 +22,7 @@ def lookup(rt: AgentMemory, args: PlanLookupInput) -> Outcome:
 
 
 def list_plans(rt: AgentMemory, args: PlanListInput) -> Outcome:
-    out = rt.plans().list(args)
+    out = rt.plans().list_plans(args)
     return Outcome(out, {"count": len(out["plans"]), "total": out["total"]})
 
 

@@ -9,7 +9,14 @@ in the capability's handler module (``memory.py``, ``cache.py``, ``plans.py``) a
 from __future__ import annotations
 
 from ..cache.models import CacheCompactInput, CacheGetInput, CachePackInput, CacheSearchInput, CacheWriteInput
-from ..memory.models import MemoryIdInput, MemoryListInput, MemorySearchInput, MemoryStoreInput
+from ..memory.models import (
+    MemoryIdInput,
+    MemoryLinkInput,
+    MemoryListInput,
+    MemorySearchInput,
+    MemoryStoreInput,
+    MemoryUnmergeInput,
+)
 from ..plans.models import PlanIdInput, PlanListInput, PlanLookupInput, PlanRewardInput, PlanStoreInput
 from . import cache, memory, plans
 from . import outputs as out
@@ -20,8 +27,9 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "memory_store",
         "Save a durable memory (fact, decision, note, preference, event) for later sessions. "
-        "Secrets are redacted; restatements merge; a changed fact, decision or preference is stored and "
-        "supersedes the older one (the answer shows it).",
+        "Secrets are redacted; a restatement merges (the answer's `merged`; undo with memory_unmerge); a changed "
+        "fact, decision or preference is stored and supersedes the older one (`superseded`; undo with "
+        "memory_unlink); when unsure, it is stored and `possible_updates` lists near memories it may update.",
         MemoryStoreInput, memory.store, "memory:stored", out.MEMORY_STORED,
     ),
     ToolSpec(
@@ -41,6 +49,18 @@ TOOLS: tuple[ToolSpec, ...] = (
         "memory_unlink",
         "Undo a wrong update link: the memory no longer supersedes the one it replaced (both stay).",
         MemoryIdInput, memory.unlink, "memory:unlinked", out.MEMORY_UNLINKED,
+    ),
+    ToolSpec(
+        "memory_link",
+        "Declare that memory `id` updates the older memory `supersedes` (kept, marked superseded_by, ranked "
+        "below it): settle a possible_updates answer. Undo with memory_unlink.",
+        MemoryLinkInput, memory.link, "memory:linked", out.MEMORY_LINKED,
+    ),
+    ToolSpec(
+        "memory_unmerge",
+        "Undo a merge: a wording memory_store merged into memory `id` as a restatement gets a memory of its own "
+        "back (with its own tags and time).",
+        MemoryUnmergeInput, memory.unmerge, "memory:unmerged", out.MEMORY_UNMERGED,
     ),
     ToolSpec(
         "memory_list", "List memories newest first, paged with `before`.",
