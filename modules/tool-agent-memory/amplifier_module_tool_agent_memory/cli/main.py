@@ -32,6 +32,7 @@ from ..redaction import redact_text
 from ..validation import describe_validation_error
 from .config_file import CliError
 from .mcp import register as register_mcp
+from .plans import register as register_plans
 from .settings import build_config, open_runtime, read_store_meta, resolve_cli_identity
 
 if TYPE_CHECKING:
@@ -726,6 +727,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--limit", type=_positive_int, metavar="N", help="remove at most N items (default all)")
     register_mcp(add)
+    register_plans(add)
     return parser
 
 

@@ -28,6 +28,10 @@ Vector = list[float]
 # Writes between two engine checkpoints during an import (instead of the store's 200): a crash replays at
 # most this many journal records on the next open (2,000 memories: ~40 ms, store/journal.py INDEX_EVERY).
 BULK_CHECKPOINT_EVERY = 2_000
+# Every this many memories an import unmaps the store files' pages it wrote (they stay in the OS page cache)
+# and trims the heap: an engine's vector files are memory-mapped, so a process writing 1M memories would
+# otherwise count 3 GB of them in its RSS.
+RELEASE_EVERY = 10_000
 # A record's own vectors: (dense, ctx), or None to embed it.
 RecordVectors = tuple[Vector, ...] | None
 # A batch waiting to be written: records, (payload, restated) of each, their vectors, which are being
@@ -58,6 +62,7 @@ class MemoryImporter:
         self._prev: str | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._pending: _Pending | None = None
+        self._unreleased = 0
 
     def _payload(self, rec: MemoryRecord) -> tuple[dict[str, Any], list[str]]:
         fields, _ = redact_fields({"content": rec.content, "tags": rec.tags, "files": rec.files})
@@ -128,6 +133,18 @@ class MemoryImporter:
                 payload["ctx_text"] = searchable_context(str(payload["ctx_text"]), restated)
             points.append((rec.id, {DENSE: pair[0], CTX: pair[1]}, payload))
         self.coll.upsert(points)
+        self._unreleased += len(points)
+        if self._unreleased >= RELEASE_EVERY:
+            self._release()
+
+    def _release(self) -> None:
+        from ..store.memtrim import release_heap, release_mapped_pages
+
+        self._unreleased = 0
+        path = getattr(self.coll, "path", None)
+        if path is not None:
+            release_mapped_pages(path)
+        release_heap()
 
     def close(self) -> None:
         """Stop the background embedding and restore the store's checkpoints (after a failure: the pending
@@ -146,6 +163,7 @@ class MemoryImporter:
         finally:
             self.close()
         indexed_s = self.coll.index_if_needed(self.index_after)
+        self._release()  # the build read every vector
         out: dict[str, Any] = {"imported": self.written, "embedded": self.embedded}
         if indexed_s is not None:
             out["index_seconds"] = round(indexed_s, 1)
