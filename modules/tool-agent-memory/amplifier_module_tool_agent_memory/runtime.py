@@ -62,6 +62,9 @@ class AgentMemory:
         self.coordinator = coordinator
         self.session_id = session_id
         self.clock = clock
+        # The engine purge's timing (store/purge.py): None is the default policy (monotonic clock, a background
+        # thread). Tests set one with a clock they move by hand before the store opens.
+        self.purge_timing: dict[str, Any] | None = None
         self._store: Store | None = None
         self._services: dict[str, Any] = {}
         self._lock = threading.RLock()
@@ -156,7 +159,9 @@ class AgentMemory:
                         embedder.model_id,
                         embedder.dim,
                         adopt_recorded_model=self.adopt_recorded_model,
-                        purge=PurgePolicy(storage.purge_prompt_max_points, storage.purge_idle_seconds),
+                        purge=PurgePolicy(
+                            storage.purge_prompt_max_points, storage.purge_idle_seconds, **(self.purge_timing or {})
+                        ),
                     )
                 logger.info(
                     "memory store opened",
