@@ -834,8 +834,23 @@ class MemoryService:
         must: list[Any] = []
         if inp.kind:
             must.append(qe.FieldCondition("kind", match=qe.MatchValue(inp.kind)))
-        if inp.before:
-            must.append(qe.FieldCondition("created_at", range=qe.RangeDateTime(lt=iso(inp.before))))
+        if inp.tags:
+            must.append(qe.FieldCondition("tags", match=qe.MatchAny(list(inp.tags))))
+        if inp.files:
+            must.append(qe.FieldCondition("files", match=qe.MatchAny(list(inp.files))))
+        if inp.before or inp.since or inp.until:
+            must.append(
+                qe.FieldCondition(
+                    "created_at",
+                    range=qe.RangeDateTime(
+                        lt=iso(inp.before) if inp.before else None,
+                        gte=iso(inp.since) if inp.since else None,
+                        lte=iso(inp.until) if inp.until else None,
+                    ),
+                )
+            )
+        if not inp.include_superseded:
+            must.append(qe.IsEmptyCondition(SUPERSEDED_BY))
         records, _ = self.coll.scroll(
             qe.ScrollRequest(
                 limit=inp.limit,
