@@ -23,10 +23,10 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..compare import Comparator, Comparison, announced_update, says_a_change
+from ..compare.policy import ANNOUNCED_CANDIDATES, merges, replaces
 from ..config import CacheConfig
 from ..embeddings.providers import Embedder
 from ..errors import InvalidInput, NotFound
-from ..memory.service import ANNOUNCED_CANDIDATES
 from ..redaction import redact_fields
 from ..store.contract import DENSE, Collection, CollectionSpec, IndexSpec, iso
 from ..tokens import count_tokens
@@ -40,7 +40,6 @@ from .models import (
     CacheWriteInput,
 )
 from .pack import FAR_FUTURE, build_pack, finish
-from .replace import judge
 from .state import CachedPack, ScopeState
 from .summarise import Summariser, extractive_lines, render_summary
 
@@ -53,10 +52,6 @@ logger = logging.getLogger(__name__)
 # Live items of the same kind compared with a new one: one, as for long-term memory
 # (memory/service.py COMPARE_CANDIDATES).
 COMPARE_CANDIDATES = 1
-# A cache merge drops the newer text (an item holds one content), so a restatement merges only
-# from this cosine: the lowest of the restatements the comparison merged in half A of the updates
-# dev file (0.883); on LoCoMo chat fragments it called different remarks the same at 0.80-0.86.
-MERGE_COSINE = 0.88
 
 CACHE = CollectionSpec(
     "cache",
@@ -411,8 +406,9 @@ class CacheService:
         """("same" | "changed", the live item, the comparison) for the nearest live items of ``kind``; None: new.
 
         Live items at least ``dedup_threshold`` similar are compared, nearest first; the first
-        restatement or change answers (``replace.judge`` decides from the comparison and where the
-        texts differ; the cosine bounds the work).
+        restatement or change answers. A merge keeps one text and drops the other, so only a pair certified
+        the same merges (``compare.policy.merges``); a change replaces by ``compare.policy.replaces``; anything
+        else keeps both (the cosine only bounds the work).
         """
         # A new item with a marker of change is compared with as many nearest live items as a memory is, whatever
         # their cosine, and replaces only one it announces a change of.
@@ -425,9 +421,10 @@ class CacheService:
             if far and not (announcing and announced_update(item.content, content)):
                 continue
             comparison = self.comparator.compare(item.content, content, vectors=(st.vecs[item.id].tolist(), vec))
-            verdict = judge(comparison, item.content, content, MERGE_COSINE)
-            if verdict is not None and not (far and verdict == "same"):
-                return verdict, item, comparison
+            if not far and merges(item.content, content):
+                return "same", item, comparison
+            if replaces(comparison, item.content, content):
+                return "changed", item, comparison
         return None
 
     def write(self, inp: CacheWriteInput) -> dict[str, Any]:
@@ -676,6 +673,51 @@ class CacheService:
             if result["summary_generated"]:
                 results.append(result)
         return results
+
+    # Looking without touching (the viewer)
+
+    def scopes(self, limit: int = 200) -> list[str]:
+        """The scopes that have blocks in the store, most recently started first (at most ``limit``)."""
+        import qdrant_edge as qe
+
+        flt = qe.Filter(must=[qe.FieldCondition("type", match=qe.MatchValue("block"))])
+        newest: dict[str, str] = {}
+        offset: Any = None
+        while True:
+            request = qe.ScrollRequest(offset=offset, limit=512, filter=flt, with_payload=True)
+            records, offset = self.coll.scroll(request)
+            for rec in records:
+                payload = dict(rec.payload or {})
+                scope, created = str(payload.get("scope", "")), str(payload.get("created_at", ""))
+                if scope and created > newest.get(scope, ""):
+                    newest[scope] = created
+            if offset is None:
+                break
+        return sorted(newest, key=lambda name: newest[name], reverse=True)[:limit]
+
+    def peek(self, scope: str, budget: int) -> dict[str, Any]:
+        """A scope as the store holds it now: live items, blocks with their summaries, and the pack the
+        agent would get for ``budget`` tokens. Reads a fresh copy and changes nothing: no access count,
+        no TTL, no pack cache, no touched scope (cache_get and cache_pack do all four)."""
+        st = self._load_scope(scope)
+        now = self._now()
+        blocks = []
+        for block in sorted(st.blocks.values(), key=lambda b: b.seq, reverse=True):
+            live = st.live_items_of(block.id, now)
+            blocks.append(
+                {
+                    "block_id": block.id,
+                    "seq": block.seq,
+                    "status": block.status,
+                    "summary": self._summary_of(st, block, live),
+                    "summary_source": block.summary_source,
+                    "created_at": iso(block.created_at),
+                    "closed_at": iso(block.closed_at) if block.closed_at else None,
+                    "items": [item.full_view() for item in live],
+                }
+            )
+        pack, _ = build_pack(st, budget, None, None, now, self.identity)
+        return {"scope": scope, "version": st.version, "blocks": blocks, "pack": finish(dict(pack))}
 
     # Packs
 

@@ -16,17 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..compare import (
-    Comparator,
-    Comparison,
-    Verdict,
-    announced_update,
-    announces_change,
-    another_subject,
-    says_a_change,
-)
+from ..compare import Comparator, Comparison, Verdict, announced_update, describe, says_a_change
+from ..compare.policy import ANNOUNCED_CANDIDATES, acts_as_update, left_open, may_update
 from ..compare.statement import one_statement, same_subject_new_value
-from ..compare.subject import same_values_of_another_thing
 from ..config import MemorySearchConfig
 from ..embeddings.providers import Embedder
 from ..errors import InvalidInput, NotFound
@@ -87,9 +79,6 @@ UPDATABLE_KINDS = frozenset({"fact", "decision", "preference"})
 # file one, two and three candidates gave the same figures, and each comparison costs a store
 # ~3 ms (median; p95 ~14 ms on 2 loaded cores with long memories).
 COMPARE_CANDIDATES = 1
-# A new statement with a marker of change ("now", "switched", "from now on") is compared with this many
-# nearest memories of its kind, whatever their cosine, and acts only on one it announces a change of.
-ANNOUNCED_CANDIDATES = 3
 # A note is a remark made at one point of a conversation: its place in the thread (its
 # neighbours, its context window) is part of what it says, so a restated remark is kept unless
 # it is also nearly word for word the same (the near-duplicate cosine used before issue 9).
@@ -125,69 +114,6 @@ def public_view(point_id: str, payload: dict[str, Any], score: float | None = No
     if score is not None:
         view["score"] = round(score, 4)
     return view
-
-
-# Most differences a decided change may name to be acted on as an update of one fact. Decided
-# changes of half A of the updates dev file name 1-3; two remarks of a conversation the
-# comparison calls "changed" (a number here, a dozen other words there) name 11-27, and
-# replacing one with the other would hide a true item. Half B: see README (updates figures).
-MAX_CHANGE_DIFFERENCES = 3
-
-
-def is_one_change(comparison: Comparison, older: str | None = None, newer: str | None = None) -> bool:
-    """A decided change of one fact: what the memory and cache act on (link, replace, reorder).
-
-    Given the two texts, a change that substitutes, adds or removes a word in the subject of either
-    (another thing, whatever else differs: "My dentist is Dr. Patel." / "My dermatologist is Dr.
-    Patel."; "The billing service runs on Python 3.9." / "The notifications service runs on Python
-    3.11.") is two facts, not one (``compare.subject.another_subject``); so is the same value said of
-    another thing anywhere in the statement (``compare.subject.same_values_of_another_thing``).
-    """
-    return (
-        comparison.decided
-        and comparison.verdict is Verdict.CHANGED
-        and len(comparison.differences) <= MAX_CHANGE_DIFFERENCES
-        and not (
-            older is not None
-            and newer is not None
-            and (another_subject(older, newer, comparison) or same_values_of_another_thing(older, newer, comparison))
-        )
-    )
-
-
-def left_open(comparison: Comparison) -> bool:
-    """The comparison called the pair neither a restatement nor something different: a change, or undecided."""
-    return not comparison.same and not (comparison.decided and comparison.verdict is Verdict.DIFFERENT)
-
-
-def acts_as_update(comparison: Comparison, older: str, newer: str) -> bool:
-    """``newer`` updates the fact ``older`` states: a decided change of one fact (``is_one_change``), or a
-    statement that announces its change of the same thing in other words ("My dentist is Dr. Okafor." /
-    "I switched dentists and now see Dr. Lindqvist.": ``compare.announces_change``) that the comparison
-    did not call a restatement or something different. A change told with its reasons may look like
-    something else to the comparison: it is still an update when it names what it changes
-    (``compare.announced_update``), never when the comparison called it a restatement."""
-    if is_one_change(comparison, older, newer):
-        return True
-    if left_open(comparison):
-        return announces_change(older, newer)
-    return not comparison.same and announced_update(older, newer)
-
-
-def two_facts(comparison: Comparison, older: str, newer: str) -> bool:
-    """The comparison found the pair about different things: decided DIFFERENT, or another subject or the same
-    values said of another thing (``compare.subject``): nothing to ask the agent about."""
-    return (comparison.decided and comparison.verdict is Verdict.DIFFERENT) or (
-        another_subject(older, newer, comparison) or same_values_of_another_thing(older, newer, comparison)
-    )
-
-
-def may_update(comparison: Comparison, older: str, newer: str) -> bool:
-    """``newer`` may update ``older`` but the comparison cannot say so: neither a restatement, nor an update it
-    acts on (``acts_as_update``), nor two facts (``two_facts``). The agent is asked (``possible_updates``)."""
-    return not comparison.same and not acts_as_update(comparison, older, newer) and not two_facts(
-        comparison, older, newer
-    )
 
 
 _BACKGROUND: ThreadPoolExecutor | None = None
@@ -232,14 +158,14 @@ class Possible:
 
     member: Member
     similarity: float
-    comparison: Comparison
+    text: str
 
     def as_output(self) -> dict[str, Any]:
         return {
             **_brief(self.member),
             "kind": self.member.payload.get("kind", "note"),
             "similarity": round(self.similarity, 4),
-            "differences": [d.describe() for d in self.comparison.differences],
+            "differences": [d.describe() for d in describe(str(self.member.payload.get("content", "")), self.text)],
         }
 
 
@@ -419,7 +345,7 @@ class MemoryService:
                     comparison, str(newest.payload.get("content", "")), content
                 )
             if asks:
-                possible.setdefault(newest.id, Possible(newest, comparison.similarity, comparison))
+                possible.setdefault(newest.id, Possible(newest, comparison.similarity, content))
                 continue
             if not self._may_act(comparison, newest, content, kind):
                 continue
@@ -849,8 +775,23 @@ class MemoryService:
         must: list[Any] = []
         if inp.kind:
             must.append(qe.FieldCondition("kind", match=qe.MatchValue(inp.kind)))
-        if inp.before:
-            must.append(qe.FieldCondition("created_at", range=qe.RangeDateTime(lt=iso(inp.before))))
+        if inp.tags:
+            must.append(qe.FieldCondition("tags", match=qe.MatchAny(list(inp.tags))))
+        if inp.files:
+            must.append(qe.FieldCondition("files", match=qe.MatchAny(list(inp.files))))
+        if inp.before or inp.since or inp.until:
+            must.append(
+                qe.FieldCondition(
+                    "created_at",
+                    range=qe.RangeDateTime(
+                        lt=iso(inp.before) if inp.before else None,
+                        gte=iso(inp.since) if inp.since else None,
+                        lte=iso(inp.until) if inp.until else None,
+                    ),
+                )
+            )
+        if not inp.include_superseded:
+            must.append(qe.IsEmptyCondition(SUPERSEDED_BY))
         records, _ = self.coll.scroll(
             qe.ScrollRequest(
                 limit=inp.limit,
