@@ -6,7 +6,6 @@ adapters run it off the event loop.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import uuid
 from collections import OrderedDict
@@ -20,7 +19,7 @@ from ..compare import Comparator, Comparison, Verdict, announced_update, describ
 from ..compare.policy import ANNOUNCED_CANDIDATES, acts_as_update, left_open, may_update
 from ..compare.statement import one_statement, same_subject_new_value
 from ..config import MemorySearchConfig
-from ..embeddings.providers import Embedder
+from ..embeddings.providers import Embedder, Vector
 from ..errors import InvalidInput, NotFound
 from ..redaction import redact_fields
 from ..store.contract import COMPACT_LAYOUT, DENSE, Collection, CollectionSpec, IndexSpec, iso, utc_now
@@ -35,13 +34,14 @@ from .chains import (
     repair_after_forget,
     unlink,
 )
+from .importing import MemoryImporter
 from .models import MemoryListInput, MemoryRecord, MemorySearchInput, MemoryStoreInput, RestatedMeta
+from .payload import content_hash
 from .ranking import CTX, MEMORY_VECTORS, Hit, RetrievalParams, context_text, hybrid_search
 from .restated import (
     RESTATED,
     RESTATED_META,
     add_wording,
-    normalise_content,
     searchable_context,
     take_wording,
 )
@@ -94,11 +94,6 @@ CHANGES_REMEMBERED = 4096
 MAX_POSSIBLE_UPDATES = ANNOUNCED_CANDIDATES
 
 
-def content_hash(text: str) -> str:
-    """sha256 of the normalised content."""
-    return hashlib.sha256(normalise_content(text).encode("utf-8")).hexdigest()
-
-
 def public_view(point_id: str, payload: dict[str, Any], score: float | None = None) -> dict[str, Any]:
     """The compact shape tools return for one memory."""
     view: dict[str, Any] = {
@@ -140,16 +135,6 @@ def _brief(member: Member) -> dict[str, Any]:
 def _said_with(inp: MemoryStoreInput, tags: list[str], files: list[str], now: str) -> dict[str, Any]:
     """What a wording merged into another memory was stored with: it gets it back if the merge is undone."""
     return {"tags": tags, "importance": inp.importance, "files": files, "created_at": now}
-
-
-def _meta_payload(meta: RestatedMeta) -> dict[str, Any]:
-    """A restated wording's metadata as stored (the time as ISO 8601, none when unknown)."""
-    return {
-        "tags": list(meta.tags),
-        "importance": meta.importance,
-        "files": list(meta.files),
-        **({"created_at": iso(meta.created_at)} if meta.created_at else {}),
-    }
 
 
 @dataclass(frozen=True)
@@ -821,15 +806,22 @@ class MemoryService:
         return {"memories": items, "count": len(items), "next_before": next_before}
 
     def export(self, batch: int = 256) -> Iterator[MemoryRecord]:
-        """Every memory as a :class:`MemoryRecord`, oldest first."""
+        """Every memory as a :class:`MemoryRecord`, in the collection's order."""
+        return (record for record, _ in self.export_points(batch))
+
+    def export_points(
+        self, batch: int = 256, with_vectors: bool = False
+    ) -> Iterator[tuple[MemoryRecord, dict[str, Vector] | None]]:
+        """Every memory and, with ``with_vectors``, its stored vectors by name (else None)."""
         import qdrant_edge as qe
 
         offset: Any = None
         while True:
-            records, offset = self.coll.scroll(qe.ScrollRequest(offset=offset, limit=batch, with_payload=True))
+            request = qe.ScrollRequest(offset=offset, limit=batch, with_payload=True, with_vector=with_vectors)
+            records, offset = self.coll.scroll(request)
             for r in records:
                 p = dict(r.payload or {})
-                yield MemoryRecord(
+                record = MemoryRecord(
                     id=str(r.id),
                     content=p["content"],
                     kind=p.get("kind", "note"),
@@ -843,71 +835,20 @@ class MemoryService:
                     restated=p.get(RESTATED, []),
                     restated_meta=[RestatedMeta.model_validate(m) for m in p.get(RESTATED_META, [])],
                 )
+                yield record, (dict(r.vector) if with_vectors and r.vector else None)
             if offset is None:
                 return
 
     def import_records(self, records: Sequence[MemoryRecord], batch: int = 256) -> dict[str, Any]:
-        """Write validated records, embedding in batches. Idempotent on id; secrets redacted."""
-        written = 0
-        thread = f"import-{uuid.uuid4()}"
-        prev: str | None = None
-        for start in range(0, len(records), batch):
-            chunk = records[start : start + batch]
-            payloads = []
-            restated_of: list[list[str]] = []
-            for offset, rec in enumerate(chunk):
-                fields, _ = redact_fields({"content": rec.content, "tags": rec.tags, "files": rec.files})
-                created = iso(rec.created_at)
-                content = str(fields["content"])
-                restated = [str(redact_fields({"content": t})[0]["content"]) for t in rec.restated]
-                restated_of.append(restated)
-                payloads.append(
-                    {
-                        "content": content,
-                        "ctx_text": context_text(content, prev),
-                        "content_hash": content_hash(content),
-                        **({RESTATED: restated} if restated else {}),
-                        **(
-                            {RESTATED_META: [_meta_payload(m) for m in rec.restated_meta[: len(restated)]]}
-                            if rec.restated_meta
-                            else {}
-                        ),
-                        "kind": rec.kind,
-                        "tags": list(fields["tags"]),
-                        "importance": rec.importance,
-                        "files": list(fields["files"]),
-                        "created_at": created,
-                        "updated_at": iso(rec.updated_at) if rec.updated_at else created,
-                        "thread": thread,
-                        "seq": start + offset,
-                        # Links travel with the records: an export and its import keep every chain.
-                        **{
-                            key: value
-                            for key, value in ((SUPERSEDES, rec.supersedes), (SUPERSEDED_BY, rec.superseded_by))
-                            if value
-                        },
-                    }
-                )
-                prev = content
-            texts = [str(p["content"]) for p in payloads] + [str(p["ctx_text"]) for p in payloads]
-            vectors = self.embedder.embed_documents(texts)
-            # The context vector embeds the window alone; BM25 also indexes the restated wordings.
-            for p, restated in zip(payloads, restated_of, strict=True):
-                if restated:
-                    p["ctx_text"] = searchable_context(str(p["ctx_text"]), restated)
-            n = len(payloads)
-            self.coll.upsert(
-                [
-                    (rec.id, {DENSE: vectors[i], CTX: vectors[n + i]}, p)
-                    for i, (rec, p) in enumerate(zip(chunk, payloads, strict=True))
-                ]
-            )
-            written += len(chunk)
-        indexed_s = self.coll.index_if_needed(INDEX_AFTER_UNINDEXED)
-        out: dict[str, Any] = {"imported": written}
-        if indexed_s is not None:
-            out["index_seconds"] = round(indexed_s, 1)
-        return out
+        """Write validated records in this order, embedding in batches. Idempotent on id; secrets redacted."""
+        importer = MemoryImporter(self.coll, self.embedder, INDEX_AFTER_UNINDEXED)
+        try:
+            for start in range(0, len(records), batch):
+                importer.write(records[start : start + batch])
+        except BaseException:
+            importer.close()
+            raise
+        return importer.finish()
 
     def counts_by_kind(self) -> dict[str, int]:
         """How many memories of each kind."""
