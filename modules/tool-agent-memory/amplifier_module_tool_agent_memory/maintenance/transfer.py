@@ -29,6 +29,7 @@ from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
@@ -86,6 +87,7 @@ class RecordKind:
     keeps_record_field: bool = False
 
 
+@cache  # looked up for every line: the import machinery costs ~60 us a call
 def _memory_model() -> type[BaseModel]:
     from ..memory.models import MemoryRecord
 
@@ -102,6 +104,7 @@ def _micros(record: Any) -> int:
     return (stamp - _EPOCH) // timedelta(microseconds=1)
 
 
+@cache
 def _plan_model() -> type[BaseModel]:
     from ..plans.models import PlanExportRecord
 
