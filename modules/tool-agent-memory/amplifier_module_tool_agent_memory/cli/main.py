@@ -266,19 +266,14 @@ def _feature_counts(rt: AgentMemory, path: Path | None) -> dict[str, dict[str, i
 
 def _cache_counts(service: Any) -> dict[str, int]:
     """Items (and how many of them expired, awaiting ``gc``) and blocks of the working-memory cache."""
-    import qdrant_edge as qe
+    from ..store.contract import utc_now
+    from ..store.query import Match, Range, all_of, where
 
-    from ..store.contract import iso, utc_now
-
-    def of_type(kind: str, *more: Any) -> Any:
-        return qe.Filter(must=[qe.FieldCondition("type", match=qe.MatchValue(kind)), *more])
-
-    expired = qe.FieldCondition("ttl_expires_at", range=qe.RangeDateTime(lte=iso(utc_now())))
     coll = service.coll
     return {
-        "items": int(coll.count(of_type("item"))),
-        "expired": int(coll.count(of_type("item", expired))),
-        "blocks": int(coll.count(of_type("block"))),
+        "items": int(coll.count(where(type="item"))),
+        "expired": int(coll.count(all_of(Match("type", "item"), Range("ttl_expires_at", lte=utc_now())))),
+        "blocks": int(coll.count(where(type="block"))),
     }
 
 
@@ -463,13 +458,12 @@ def _read_for_reindex(
     config: MemoryConfig, root: Path, identity: str
 ) -> tuple[str, list[Any], list[tuple[str, dict[str, Any]]]]:
     """The store's model, memories and plans, read without its model (it may no longer be installed)."""
-    import qdrant_edge as qe
-
     from ..embeddings import get_embedder
     from ..errors import StoreDamagedError
     from ..memory.service import MEMORIES, MemoryService
     from ..plans.service import PLANS
     from ..store.edge import acquire_store, release_store
+    from ..store.query import Scroll
     from ..store.rebuild import JournalView
 
     # Export embeds nothing: the new model's embedder only satisfies the service's constructor.
@@ -487,7 +481,7 @@ def _read_for_reindex(
             plan_coll = store.collection(PLANS)
             offset: Any = None
             while True:
-                page, offset = plan_coll.scroll(qe.ScrollRequest(offset=offset, limit=256, with_payload=True))
+                page, offset = plan_coll.scroll(Scroll(offset=offset, limit=256))
                 plans.extend((str(p.id), dict(p.payload or {})) for p in page)
                 if offset is None:
                     break

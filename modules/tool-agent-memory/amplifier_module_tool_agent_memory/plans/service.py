@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..compare import Comparator, CompareSettings, Comparison
 from ..config import PlanConfig
@@ -32,10 +32,8 @@ from ..embeddings.providers import Embedder
 from ..errors import NotFound
 from ..redaction import redact_text
 from ..store.contract import DENSE, Collection, CollectionSpec, IndexSpec, iso, utc_now
+from ..store.query import Nearest, Search, where
 from .models import PlanLookupInput, PlanRecord, PlanRewardInput, PlanStoreInput, redact_plan
-
-if TYPE_CHECKING:
-    import qdrant_edge
 
 logger = logging.getLogger(__name__)
 
@@ -301,14 +299,8 @@ class PlanService:
         return payload
 
     def _nearest(self, vec: list[float], limit: int, only_fresh: bool) -> list[Any]:
-        import qdrant_edge as qe
-
-        flt: qdrant_edge.Filter | None = (
-            qe.Filter(must=[qe.FieldCondition("status", match=qe.MatchValue(FRESH))]) if only_fresh else None
-        )
-        return self.coll.query(
-            qe.QueryRequest(limit=limit, query=qe.Query.Nearest(vec, using=DENSE), filter=flt, with_payload=True)
-        )
+        flt = where(status=FRESH) if only_fresh else None
+        return self.coll.query(Search(Nearest(vec, using=DENSE), limit=limit, filter=flt))
 
     def _judge(self, query: str, points: list[Any]) -> list[Candidate]:
         out = []
@@ -422,9 +414,6 @@ class PlanService:
 
     def count(self, stale: bool | None = None) -> int:
         """How many plans (all, or only the stale / fresh ones)."""
-        import qdrant_edge as qe
-
         if stale is None:
             return self.coll.count()
-        status = STALE if stale else FRESH
-        return self.coll.count(qe.Filter(must=[qe.FieldCondition("status", match=qe.MatchValue(status))]))
+        return self.coll.count(where(status=STALE if stale else FRESH))
