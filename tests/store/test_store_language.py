@@ -198,3 +198,9 @@ def test_a_range_refuses_mixed_bounds_and_no_bound() -> None:
         Range("n", gte=1, lt=T0)
     with pytest.raises(ValueError, match="at least one bound"):
         Range("n")
+
+
+def test_an_exact_search_answers_the_same_on_both(both: Any) -> None:
+    query = Nearest(_points()[5][1]["dense"])
+    answers = [coll.query(Search(query, limit=10, filter=where(kind="note"), exact=True)) for coll in both]
+    assert _ranking(answers[0]) == _ranking(answers[1]) and len(answers[0]) == 10

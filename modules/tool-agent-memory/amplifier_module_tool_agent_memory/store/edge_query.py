@@ -62,6 +62,7 @@ def to_query_request(search: Search) -> qdrant_edge.QueryRequest:
     import qdrant_edge as qe
 
     flt = to_filter(search.filter)
+    params = qe.SearchParams(exact=True) if search.exact else None
     if isinstance(search.query, Fused):
         prefetches = [
             qe.Prefetch(limit=stage.limit, query=_query(stage.query), filter=to_filter(stage.filter))
@@ -75,6 +76,7 @@ def to_query_request(search: Search) -> qdrant_edge.QueryRequest:
             filter=flt,
             with_payload=fields(search.with_payload),
             with_vector=fields(search.with_vector),
+            params=params,
         )
     return qe.QueryRequest(
         limit=search.limit,
@@ -82,6 +84,7 @@ def to_query_request(search: Search) -> qdrant_edge.QueryRequest:
         filter=flt,
         with_payload=fields(search.with_payload),
         with_vector=fields(search.with_vector),
+        params=params,
     )
 
 

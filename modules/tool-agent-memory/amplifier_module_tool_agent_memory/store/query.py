@@ -148,6 +148,8 @@ class Search:
     filter: Filter | None = None
     with_payload: Fields = True
     with_vector: Fields = False
+    # Exact (brute-force) search instead of the HNSW index: the reference an index's recall is measured against.
+    exact: bool = False
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..config import StorageConfig
-from ..errors import AgentMemoryError, ConfigError, ModelMismatchError
+from ..errors import AgentMemoryError, ConfigError, ModelMismatchError, StoreInUseError
 from ..identity import validate_identity
 from .contract import (
     SCHEMA_VERSION,
@@ -303,6 +303,8 @@ class ServerCollection(BaseCollection):
         return [_point(r) for r in sorted(records, key=lambda r: rank.get(str(r.id), len(rank)))]
 
     def _engine_query(self, search: Search) -> list[StoredPoint]:
+        from qdrant_client.http import models as qm
+
         query, using, prefetch = to_query(search.query)
         with _server_errors(self.url):
             response = self.client.query_points(
@@ -311,6 +313,7 @@ class ServerCollection(BaseCollection):
                 using=using,
                 prefetch=prefetch,
                 query_filter=to_filter(search.filter),
+                search_params=qm.SearchParams(exact=True) if search.exact else None,
                 limit=search.limit,
                 with_payload=fields(search.with_payload),
                 with_vectors=fields(search.with_vector),
@@ -506,3 +509,30 @@ def release_server_store(store: ServerStore) -> None:
 def open_server_store_count() -> int:
     """How many server stores this process has open (for tests and ``inspect``)."""
     return STORES.count("server")
+
+
+def delete_server_store(config: StorageConfig, identity: str) -> list[str]:
+    """Delete every collection of ``identity`` on the server of ``config``, for good; their names.
+
+    Refused while this process has the identity's store open; other processes sharing the server are
+    not seen from here (their next request recreates empty collections).
+    """
+    if config.url is None:
+        raise ConfigError("invalid tool-agent-memory config: field 'storage.url' is required when backend is 'server'")
+    url = config.url
+    identity = validate_identity(identity)
+    if STORES.is_open(("server", url, config.collection_prefix, identity)):
+        raise StoreInUseError(f"the store of identity {identity!r} on {url} is open in this process")
+    client = _CLIENTS.acquire((url, config.api_key, config.timeout_s), lambda: client_factory(config), _close_client)
+    own = f"{config.collection_prefix}{SEPARATOR}{identity}{SEPARATOR}"
+    try:
+        with _server_errors(url):
+            names = [c.name for c in client.get_collections().collections if c.name.startswith(own)]
+            # Identities may contain '__': only a collection name (the last part) never does.
+            names = [name for name in names if SEPARATOR not in name[len(own) :]]
+            for name in names:
+                client.delete_collection(name)
+    finally:
+        _CLIENTS.release(client)
+    logger.info("server store deleted", extra={"identity": identity, "collections": len(names)})
+    return sorted(names)
