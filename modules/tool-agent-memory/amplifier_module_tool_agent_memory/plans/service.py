@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -32,7 +32,7 @@ from ..embeddings.providers import Embedder
 from ..errors import NotFound
 from ..redaction import redact_text
 from ..store.contract import DENSE, Collection, CollectionSpec, IndexSpec, iso, utc_now
-from ..store.query import Nearest, Search, where
+from ..store.query import Nearest, Scroll, Search, where
 from .models import PlanLookupInput, PlanRecord, PlanRewardInput, PlanStoreInput, redact_plan
 
 logger = logging.getLogger(__name__)
@@ -417,3 +417,24 @@ class PlanService:
         if stale is None:
             return self.coll.count()
         return self.coll.count(where(status=STALE if stale else FRESH))
+
+    def restore_plans(
+        self, plans: Sequence[tuple[str, dict[str, Any]]], observer: Callable[[int], None] | None = None
+    ) -> None:
+        """Write plans read from another store as they were, each embedded from its prompt as :meth:`store` does."""
+        vectors = self.embedder.embed_documents([str(payload.get("prompt", "")) for _, payload in plans])
+        self.coll.observer = observer
+        try:
+            self.coll.upsert([(pid, vec, payload) for (pid, payload), vec in zip(plans, vectors, strict=True)])
+        finally:
+            self.coll.observer = None
+
+
+def stored_plans(coll: Collection, batch: int = 256) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every plan of a plan collection as stored: (id, payload), for moving plans to another store (``reindex``)."""
+    offset: Any = None
+    while True:
+        page, offset = coll.scroll(Scroll(offset=offset, limit=batch))
+        yield from ((str(p.id), dict(p.payload or {})) for p in page)
+        if offset is None:
+            return
