@@ -11,9 +11,8 @@ from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator
 
-from ..memory.models import check_point_id, parse_timestamp
 from ..redaction import names_in, redact, redact_json
-from ..validation import ToolInput
+from ..validation import ToolInput, check_point_id, parse_timestamp
 
 MAX_PROMPT_CHARS = 2_000
 MAX_STEPS = 50
