@@ -47,6 +47,7 @@ from .chains import (
 )
 from .models import MemoryListInput, MemoryRecord, MemorySearchInput, MemoryStoreInput
 from .ranking import CTX, MEMORY_VECTORS, Hit, RetrievalParams, context_text, hybrid_search
+from .record import RESTATED, StoredMemory, export_record, full_view, public_view
 
 if TYPE_CHECKING:
     import numpy as np
@@ -93,7 +94,6 @@ NOTE_MERGE_COSINE = 0.95
 # MAX_RESTATED), shown with it and found by BM25 through its ctx_text: a restatement the
 # comparison wrongly calls the same loses no text, so a decided restatement of a fact, decision,
 # preference or event merges at any cosine the gate lets through.
-RESTATED = "restated"
 MAX_RESTATED = 5
 # Pairs of search results whose comparison is remembered (a few hundred bytes each).
 CHANGES_REMEMBERED = 4096
@@ -112,23 +112,6 @@ def normalise_content(text: str) -> str:
 def content_hash(text: str) -> str:
     """sha256 of the normalised content."""
     return hashlib.sha256(normalise_content(text).encode("utf-8")).hexdigest()
-
-
-def public_view(point_id: str, payload: dict[str, Any], score: float | None = None) -> dict[str, Any]:
-    """The compact shape tools return for one memory."""
-    view: dict[str, Any] = {
-        "id": point_id,
-        "content": payload.get("content", ""),
-        "kind": payload.get("kind", "note"),
-        "tags": payload.get("tags", []),
-        "created_at": payload.get("created_at"),
-    }
-    for key in (SUPERSEDES, SUPERSEDED_BY, RESTATED):
-        if payload.get(key):
-            view[key] = payload[key]
-    if score is not None:
-        view["score"] = round(score, 4)
-    return view
 
 
 # Most differences a decided change may name to be acted on as an update of one fact. Decided
@@ -454,21 +437,20 @@ class MemoryService:
                     older = newest_of(self.coll, judgement.supersede.id, dict(stored[0].payload or {}))
             memory_id = str(uuid.uuid4())
             seq = tail[0] + 1 if tail else 0
-            payload = {
-                "content": content,
-                "ctx_text": context_text(content, tail[1] if tail else None),
-                "content_hash": digest,
-                "kind": inp.kind,
-                "tags": tags,
-                "importance": inp.importance,
-                "files": files,
-                "created_at": now,
-                "updated_at": now,
-                "thread": self.thread,
-                "seq": seq,
-            }
-            if older is not None:
-                payload[SUPERSEDES] = older.id
+            payload = StoredMemory(
+                content=content,
+                ctx_text=context_text(content, tail[1] if tail else None),
+                content_hash=digest,
+                kind=inp.kind,
+                tags=tags,
+                importance=inp.importance,
+                files=files,
+                created_at=now,
+                updated_at=now,
+                thread=self.thread,
+                seq=seq,
+                supersedes=older.id if older is not None else None,
+            ).to_payload()
             self.coll.upsert([(memory_id, vectors, payload)])
             if older is not None:
                 self.coll.set_payload(older.id, {SUPERSEDED_BY: memory_id})
@@ -614,13 +596,7 @@ class MemoryService:
 
     @staticmethod
     def _full(point_id: str, payload: dict[str, Any]) -> dict[str, Any]:
-        view = public_view(point_id, payload)
-        view.update(
-            importance=payload.get("importance", 0.5),
-            files=payload.get("files", []),
-            updated_at=payload.get("updated_at"),
-        )
-        return view
+        return full_view(point_id, payload)
 
     def forget(self, memory_id: str) -> dict[str, Any]:
         """Delete one memory; return what was deleted.
@@ -687,20 +663,7 @@ class MemoryService:
         while True:
             records, offset = self.coll.scroll(Scroll(offset=offset, limit=batch))
             for r in records:
-                p = dict(r.payload or {})
-                yield MemoryRecord(
-                    id=str(r.id),
-                    content=p["content"],
-                    kind=p.get("kind", "note"),
-                    tags=p.get("tags", []),
-                    importance=p.get("importance", 0.5),
-                    files=p.get("files", []),
-                    created_at=p["created_at"],
-                    updated_at=p.get("updated_at"),
-                    supersedes=p.get(SUPERSEDES),
-                    superseded_by=p.get(SUPERSEDED_BY),
-                    restated=p.get(RESTATED, []),
-                )
+                yield export_record(str(r.id), dict(r.payload or {}))
             if offset is None:
                 return
 
@@ -720,26 +683,23 @@ class MemoryService:
                 restated = [str(redact_fields({"content": t})[0]["content"]) for t in rec.restated]
                 restated_of.append(restated)
                 payloads.append(
-                    {
-                        "content": content,
-                        "ctx_text": context_text(content, prev),
-                        "content_hash": content_hash(content),
-                        **({RESTATED: restated} if restated else {}),
-                        "kind": rec.kind,
-                        "tags": list(fields["tags"]),
-                        "importance": rec.importance,
-                        "files": list(fields["files"]),
-                        "created_at": created,
-                        "updated_at": iso(rec.updated_at) if rec.updated_at else created,
-                        "thread": thread,
-                        "seq": start + offset,
+                    StoredMemory(
+                        content=content,
+                        ctx_text=context_text(content, prev),
+                        content_hash=content_hash(content),
+                        restated=tuple(restated),
+                        kind=rec.kind,
+                        tags=list(fields["tags"]),
+                        importance=rec.importance,
+                        files=list(fields["files"]),
+                        created_at=created,
+                        updated_at=iso(rec.updated_at) if rec.updated_at else created,
+                        thread=thread,
+                        seq=start + offset,
                         # Links travel with the records: an export and its import keep every chain.
-                        **{
-                            key: value
-                            for key, value in ((SUPERSEDES, rec.supersedes), (SUPERSEDED_BY, rec.superseded_by))
-                            if value
-                        },
-                    }
+                        supersedes=rec.supersedes,
+                        superseded_by=rec.superseded_by,
+                    ).to_payload()
                 )
                 prev = content
             texts = [str(p["content"]) for p in payloads] + [str(p["ctx_text"]) for p in payloads]

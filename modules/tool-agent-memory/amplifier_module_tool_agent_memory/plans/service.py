@@ -33,7 +33,7 @@ from ..errors import NotFound
 from ..redaction import redact_text
 from ..store.contract import DENSE, Collection, CollectionSpec, IndexSpec, iso, utc_now
 from ..store.query import Nearest, Scroll, Search, where
-from .models import PlanLookupInput, PlanRecord, PlanRewardInput, PlanStoreInput, redact_plan
+from .models import FRESH, STALE, PlanLookupInput, PlanRecord, PlanRewardInput, PlanStoreInput, redact_plan
 
 logger = logging.getLogger(__name__)
 
@@ -55,8 +55,6 @@ _PLAN_NAMESPACE = uuid.UUID("6f1d9c7e-3b8a-5c1e-9f42-0a7d5e2b8c31")
 # A store that leaves this many vectors unindexed builds the index before it returns.
 INDEX_AFTER_UNINDEXED = 5_000
 INDEX_CHECK_EVERY = 500
-FRESH = "fresh"
-STALE = "stale"
 CONFIRM = (
     "A cached plan looks alike, but the comparison cannot tell whether it is the same request. "
     "Check the stored prompt and what differs; replay the actions only if they do what was asked "
@@ -291,12 +289,7 @@ class PlanService:
 
     @staticmethod
     def _payload(record: PlanRecord) -> dict[str, Any]:
-        payload = record.model_dump(mode="json")
-        for key in ("created_at", "updated_at", "last_used_at", "rewarded_at"):
-            value = getattr(record, key)
-            payload[key] = iso(value) if value is not None else None
-        payload["status"] = STALE if record.stale else FRESH
-        return payload
+        return record.to_payload()
 
     def _nearest(self, vec: list[float], limit: int, only_fresh: bool) -> list[Any]:
         flt = where(status=FRESH) if only_fresh else None
