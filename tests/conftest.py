@@ -172,3 +172,17 @@ def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[], Qdra
 
     monkeypatch.setattr(server_storage, "client_factory", connect)
     return lambda: clients[-1]
+
+
+@pytest.fixture
+def tool_timer(monkeypatch: pytest.MonkeyPatch) -> float:
+    """The timer of one tool call (``tools/call.py``) steps 0.125 s on every read, so a call's
+    ``latency_ms`` is exactly 125.0: events can be checked for the latency of the call itself
+    without asserting anything about the wall clock. Returns that latency in ms."""
+    import types
+
+    from amplifier_module_tool_agent_memory.tools import call
+
+    reads = iter(range(1_000_000))
+    monkeypatch.setattr(call, "time", types.SimpleNamespace(perf_counter=lambda: next(reads) * 0.125))
+    return 125.0

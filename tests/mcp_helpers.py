@@ -50,6 +50,13 @@ SCENARIO: tuple[Step, ...] = (
     Step("get", "memory_get", lambda o: {"id": o["old"]["id"]}),
     Step("list", "memory_list", _fixed({"limit": 10})),
     Step("unlink", "memory_unlink", lambda o: {"id": o["new"]["id"]}),
+    Step("link", "memory_link", lambda o: {"id": o["new"]["id"], "supersedes": o["old"]["id"]}),
+    Step("backup", "memory_store", _fixed(
+        {"content": "The file server is backed up every night at 1 am.", "kind": "fact"})),
+    Step("restate", "memory_store", _fixed(
+        {"content": "Every night at 1 am the file server is backed up.", "kind": "fact"})),
+    Step("unmerge", "memory_unmerge", lambda o: {
+        "id": o["restate"]["id"], "wording": "Every night at 1 am the file server is backed up."}),
     Step("write", "cache_write", _fixed({"content": "The user wants pnpm, never npm.", "kind": "fact", "scope": TASK})),
     Step("warn", "cache_write", _fixed(
         {"content": "Do not touch the prod database.", "kind": "warning", "scope": TASK})),

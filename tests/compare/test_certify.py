@@ -73,7 +73,7 @@ DIFFERENT = {
         ("Reorder 200 boxes when stock drops below 30", "Reorder 30 boxes when stock drops below 200",
          ["number: 200 boxes -> 30 boxes", "number: 30 -> 200"]),
         ("Give 3 cores and 8 GB to the VM", "Give 8 cores and 3 GB to the VM",
-         ["number: 3 cores -> 8 cores", "number: 8 GB -> 3 GB"]),
+         ["number: 3 cores -> 8 cores", "number: 8 gb -> 3 gb"]),
     ],
     "enumerated values": [
         ("Set the log level to debug", "Set the log level to info", ["content: debug -> info"]),

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from .errors import ConfigError
 from .validation import describe_validation_error
@@ -124,12 +124,22 @@ class CacheConfig(_Strict):
 class PlanConfig(_Strict):
     """Plan cache (plan_* tools)."""
 
-    similarity_threshold: float = Field(
-        0.6,
+    # Chosen on dev.jsonl + dev-multidomain.jsonl (benchmarks/plans.py, floor sweep): at 0.40 the right plan is
+    # offered for 0.995 of rewordings, 0.99 of unrelated requests get no candidate, 1.30 candidates an answer;
+    # leave-one-domain-out picks 0.38-0.47 (docs/plans.md).
+    candidate_floor: float = Field(
+        0.40,
         ge=0.0,
         le=1.0,
-        description="Cosine from which a stored plan the comparison cannot decide on (or that differs only by "
-        "substituted words) is offered as a 'candidate' (hits need a decided restatement whatever this is).",
+        description="Cosine from which a stored plan that is not certified the same request is offered as a "
+        "'candidate' (with what differs named); under it the lookup is a 'miss' with no candidates.",
+    )
+    similarity_threshold: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description="Replaced by candidate_floor (same meaning: the cosine from which a candidate is offered); "
+        "still read as candidate_floor when that is not set.",
     )
     ema_alpha: float = Field(0.3, gt=0.0, le=1.0)
     stale_score: float = Field(0.2, ge=0.0, le=1.0)
@@ -138,6 +148,18 @@ class PlanConfig(_Strict):
     capture_skip_tools: tuple[str, ...] = Field(
         (), description="More tool names auto-capture leaves out of plans (besides read-only lookups and our own)."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _floor_from_old_name(cls, data: Any) -> Any:
+        """``similarity_threshold`` (before issue 16) keeps its meaning: the cosine from which a candidate is
+        offered, now ``candidate_floor``; both set to different values is refused."""
+        if not isinstance(data, dict) or data.get("similarity_threshold") is None:
+            return data
+        old = data["similarity_threshold"]
+        if "candidate_floor" in data and data["candidate_floor"] != old:
+            raise ValueError("similarity_threshold was replaced by candidate_floor: set only candidate_floor")
+        return {**data, "candidate_floor": old}
 
 
 _PREFIX_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
@@ -218,6 +240,13 @@ class MemoryConfig(_Strict):
     memory: MemorySearchConfig = MemorySearchConfig()
     cache: CacheConfig = CacheConfig()
     plans: PlanConfig = PlanConfig()
+    judge: Literal["agent", "provider"] = Field(
+        "agent",
+        description="Who settles a near match the comparison cannot certify (memory and plans): 'agent' hands it "
+        "to the agent with what differs; 'provider' asks the session's LLM provider first (stream and thinking "
+        "off, judge_timeout_s) and falls back to the agent on any failure or timeout.",
+    )
+    judge_timeout_s: float = Field(20.0, gt=0, le=600, description="How long the provider judge may take per pair.")
     storage: StorageConfig = StorageConfig()
 
     @field_validator("storage_root")

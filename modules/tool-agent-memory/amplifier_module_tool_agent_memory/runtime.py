@@ -24,6 +24,7 @@ from .store.registry import release
 
 if TYPE_CHECKING:
     from .cache.service import CacheService
+    from .compare import Judge
     from .embeddings.providers import CachedEmbedder
     from .memory.service import MemoryService
     from .plans.service import PlanService
@@ -220,10 +221,19 @@ class AgentMemory:
         from .plans.service import PLANS, PlanService
 
         def build() -> PlanService:
-            return PlanService(self.store().collection(PLANS), self.embedder(), self.config.plans, clock=self.clock)
+            return PlanService(self.store().collection(PLANS), self.embedder(), self.config.plans, clock=self.clock,
+                               judge=self.judge())
 
         svc: PlanService = self.service("plans", build)
         return svc
+
+    def judge(self) -> Judge | None:
+        """The judge of near matches certification leaves open: None for ``judge: agent`` (the default)."""
+        if self.config.judge != "provider":
+            return None
+        from .amplifier.llm_judge import ProviderJudge
+
+        return ProviderJudge(self.coordinator, self.config.judge_timeout_s)
 
     async def emit(self, event: str, data: dict[str, Any]) -> None:
         """Emit an event on the session's hooks (if any); never raises."""

@@ -32,6 +32,7 @@ from ..redaction import redact_text
 from ..validation import describe_validation_error
 from .config_file import CliError
 from .mcp import register as register_mcp
+from .plans import register as register_plans
 from .settings import build_config, open_runtime, read_store_meta, resolve_cli_identity
 
 if TYPE_CHECKING:
@@ -332,7 +333,7 @@ def _output_stream(path: str | None) -> Iterator[IO[str]]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from ..maintenance.transfer import export_memories, journal_memory_service
+    from ..maintenance.transfer import export_memories, export_plans, journal_memory_service
     from .progress import Progress, wanted
 
     count = 0
@@ -357,13 +358,17 @@ def cmd_export(args: argparse.Namespace) -> int:
             out.write(record.model_dump_json() + "\n")
             count += 1
             progress.advance()
+        plans = 0
+        for plan in export_plans(rt.plans()):
+            out.write(plan.model_dump_json() + "\n")
+            plans += 1
         progress.finish()
     if args.out and args.out != "-":
-        summary = {"exported": count, "path": str(Path(args.out).expanduser()), "identity": identity}
+        summary = {"exported": count, "plans": plans, "path": str(Path(args.out).expanduser()), "identity": identity}
         if args.json:
             _print_json(summary)
         else:
-            print(f"exported {count} memories of identity {identity} to {summary['path']}")
+            print(f"exported {count} memories and {plans} plans of identity {identity} to {summary['path']}")
     return EXIT_OK
 
 
@@ -413,11 +418,14 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from ..maintenance.transfer import import_memories, parse_import_lines, read_lines
+    from ..maintenance.transfer import import_memories, import_plans, parse_import_lines, read_lines
+    from ..plans.models import PlanExportRecord
 
     source = "standard input" if args.file == "-" else args.file
-    records, repeated = parse_import_lines(read_lines(args.file), source)
-    result: dict[str, Any] = {"read": len(records) + repeated, "repeated_ids": repeated, "dry_run": args.dry_run}
+    plans: list[PlanExportRecord] = []
+    records, repeated = parse_import_lines(read_lines(args.file), source, plans)
+    result: dict[str, Any] = {"read": len(records) + repeated, "repeated_ids": repeated, "dry_run": args.dry_run,
+                              "plans": 0 if args.dry_run else len(plans)}
     if args.dry_run:
         result["imported"] = 0
         result["identity"] = resolve_cli_identity(getattr(args, "identity", None)).name
@@ -428,16 +436,19 @@ def cmd_import(args: argparse.Namespace) -> int:
             progress = Progress("imported", total=len(records), enabled=wanted(args.json))
             try:
                 result.update(import_memories(rt.memory(), records, rt.config.embeddings.batch_size, progress.advance))
+                if plans:
+                    import_plans(rt.plans(), plans, rt.config.embeddings.batch_size)
             finally:
                 progress.finish()
             result["identity"] = rt.identity_name
     if args.json:
         _print_json(result)
     elif args.dry_run:
-        print(f"{source}: {len(records)} valid memories; nothing written (--dry-run)")
+        print(f"{source}: {len(records)} valid memories and {len(plans)} plans; nothing written (--dry-run)")
     else:
         note = f" ({repeated} repeated ids: the last line of each won)" if repeated else ""
-        print(f"imported {result['imported']} memories into identity {result['identity']}{note}")
+        print(f"imported {result['imported']} memories and {result['plans']} plans into identity "
+              f"{result['identity']}{note}")
     return EXIT_OK
 
 
@@ -582,6 +593,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("delete-identity", cmd_delete_identity, "delete the identity's whole store for good (after --confirm)")
     p.add_argument("--confirm", metavar="IDENTITY", help="the identity's name again: nothing is deleted without it")
     register_mcp(add)
+    register_plans(add)
     return parser
 
 

@@ -82,11 +82,6 @@ class CompareSettings:
     framing_words: int = 1
     """Up to this many words one text adds that frame rather than restrict what both say are accounted for
     softly (see ``Comparator._settle_framing``); 0 counts every added word as a difference."""
-    subset_cosine: float | None = None
-    """When set, a second text that only leaves out words of the first (adds none, changes no value,
-    role or polarity, leaves out at most a third of the first's words) is SAME from this whole-text
-    cosine: a request may omit context its stored plan spelled out. None (the default) treats a
-    left-out word like any other difference."""
 
 
 @dataclass
@@ -219,15 +214,6 @@ class Comparator:
             if framed:
                 return Comparison(Verdict.SAME, (), cosine, True,
                                   f"same values; {framed} frames what both say (cosine {cosine:.2f})")
-        # A request may leave out some context, not most of what the stored text says (a third at most).
-        if word_diffs and s.subset_cosine is not None and cosine >= s.subset_cosine and all(
-            d.new is None for d in word_diffs
-        ) and 3 * len(word_diffs) <= len(ra.items) and not any(
-            self._qualifier(ra, d.old) or self._second_action(ra, d.old) for d in word_diffs
-        ):
-            left_out = ", ".join(str(d.old) for d in word_diffs)
-            return Comparison(Verdict.SAME, (), cosine, True,
-                              f"same values; leaves out {left_out} (cosine {cosine:.2f})")
         if word_diffs:
             detail = "; ".join(d.describe() for d in word_diffs[:3])
             if aligned:

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from ..embeddings.providers import Embedder
     from ..memory.models import MemoryRecord
     from ..memory.service import MemoryService
+    from ..plans.models import PlanExportRecord
+    from ..plans.service import PlanService
     from ..store.contract import Store
 
 logger = logging.getLogger(__name__)
@@ -49,9 +51,13 @@ def read_lines(path: str) -> list[str]:
         raise ImportFileError(f"{path} is not UTF-8 text: {exc}") from exc
 
 
-def parse_import_lines(lines: Sequence[str], source: str) -> tuple[list[MemoryRecord], int]:
-    """Validate every line as a MemoryRecord; raise naming each bad line. Returns (records, duplicate ids)."""
+def parse_import_lines(
+    lines: Sequence[str], source: str, plans: list[PlanExportRecord] | None = None
+) -> tuple[list[MemoryRecord], int]:
+    """Validate every line as a MemoryRecord (or, with ``plans``, a plan line: ``"record": "plan"``, appended to
+    it); raise naming each bad line. Returns (memory records, duplicate ids)."""
     from ..memory.models import MemoryRecord
+    from ..plans.models import PlanExportRecord
 
     by_id: dict[str, MemoryRecord] = {}
     errors: list[str] = []
@@ -74,6 +80,12 @@ def parse_import_lines(lines: Sequence[str], source: str) -> tuple[list[MemoryRe
         problem = json_shape_problem(data)
         if problem is not None:
             errors.append(f"line {number}: {describe_validation_error(input_rule_error('record', *problem))}")
+            continue
+        if plans is not None and data.get("record") == "plan":
+            try:
+                plans.append(PlanExportRecord.model_validate(data))
+            except ValidationError as exc:
+                errors.append(f"line {number}: {describe_validation_error(exc)}")
             continue
         try:
             record = MemoryRecord.model_validate(data)
@@ -102,6 +114,16 @@ def import_memories(
         return service.import_records(records, batch=batch)
     finally:
         service.coll.observer = None
+
+
+def import_plans(service: PlanService, plans: list[PlanExportRecord], batch: int) -> int:
+    """Write validated plan lines (a plan's id follows its prompt: importing twice overwrites in place)."""
+    return service.import_records(plans, batch=batch)
+
+
+def export_plans(service: PlanService) -> Iterator[PlanExportRecord]:
+    """Every plan of the identity, oldest first, as the lines export writes after the memories."""
+    yield from service.export()
 
 
 def export_memories(

@@ -135,6 +135,40 @@ class MemoryIdInput(_Input):
         return check_point_id(value)
 
 
+class MemoryLinkInput(_Input):
+    """Declare that one memory updates another."""
+
+    id: str = Field(..., min_length=1, max_length=64, description="The newer memory: the one that updates.")
+    supersedes: str = Field(
+        ...,
+        min_length=1,
+        max_length=64,
+        description="The older memory it replaces (kept, marked superseded_by; the newest of its chain is linked).",
+    )
+
+    @field_validator("id", "supersedes")
+    @classmethod
+    def _uuid(cls, value: str) -> str:
+        return check_point_id(value)
+
+
+class MemoryUnmergeInput(_Input):
+    """Undo a merge: a restated wording gets a memory of its own back."""
+
+    id: str = Field(..., min_length=1, max_length=64, description="The memory the wording was merged into.")
+    wording: str = Field(
+        ...,
+        min_length=1,
+        max_length=10_000,
+        description="The merged text, as stored (one of the memory's restated wordings; case and spaces aside).",
+    )
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return check_point_id(value)
+
+
 class MemoryListInput(_Input):
     """Page through memories, newest first."""
 
@@ -145,6 +179,22 @@ class MemoryListInput(_Input):
     kind: MemoryKind | None = Field(None, description="Only this kind.")
 
     @field_validator("before", mode="before")
+    @classmethod
+    def _iso(cls, value: object) -> datetime | None:
+        return None if value is None else parse_timestamp(value)
+
+
+class RestatedMeta(BaseModel):
+    """What a wording merged into a memory was stored with (given back when the merge is undone)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    tags: list[Tag] = Field(default_factory=list, max_length=50)
+    importance: float = Field(0.5, ge=0.0, le=1.0)
+    files: list[FilePath] = Field(default_factory=list, max_length=50)
+    created_at: datetime | None = None
+
+    @field_validator("created_at", mode="before")
     @classmethod
     def _iso(cls, value: object) -> datetime | None:
         return None if value is None else parse_timestamp(value)
@@ -167,6 +217,8 @@ class MemoryRecord(BaseModel):
     superseded_by: str | None = Field(None, max_length=64)
     restated: list[str] = Field(default_factory=list, max_length=5)
     """Other wordings merged into this memory (restatements), kept and searchable."""
+    restated_meta: list[RestatedMeta] = Field(default_factory=list, max_length=5)
+    """What each restated wording was stored with, in the same order (memory_unmerge gives it back)."""
 
     @field_validator("id")
     @classmethod

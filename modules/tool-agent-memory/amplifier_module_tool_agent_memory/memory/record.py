@@ -1,62 +1,16 @@
-"""A stored memory: its payload, and every conversion of it (tool views, export records) in one place.
+"""A stored memory as the tools and export see it: every view of its payload in one place.
 
-The store keeps a memory as a JSON payload; :class:`StoredMemory` is its typed form. The services
-write payloads only through :meth:`StoredMemory.to_payload` and read views and export records only
-through :func:`public_view`, :func:`full_view` and :func:`export_record`, so a field added to a
-memory is added here once.
+The services read a memory's tool views and export records only through :func:`public_view`,
+:func:`full_view` and :func:`export_record`, so a field added to what a memory shows is added here once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from .chains import SUPERSEDED_BY, SUPERSEDES
-from .models import MemoryRecord
-
-# The other wordings merged into a memory (see memory/service.py's merge rule).
-RESTATED = "restated"
-
-
-@dataclass(frozen=True)
-class StoredMemory:
-    """The payload of one memory point (its id is the point's)."""
-
-    content: str
-    ctx_text: str
-    content_hash: str
-    kind: str
-    tags: list[str]
-    importance: float
-    files: list[str]
-    created_at: str
-    updated_at: str
-    thread: str
-    seq: int
-    supersedes: str | None = None
-    superseded_by: str | None = None
-    restated: tuple[str, ...] = ()
-
-    def to_payload(self) -> dict[str, Any]:
-        """The payload as stored (links and restated wordings only when there are any)."""
-        payload: dict[str, Any] = {
-            "content": self.content,
-            "ctx_text": self.ctx_text,
-            "content_hash": self.content_hash,
-            **({RESTATED: list(self.restated)} if self.restated else {}),
-            "kind": self.kind,
-            "tags": list(self.tags),
-            "importance": self.importance,
-            "files": list(self.files),
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "thread": self.thread,
-            "seq": self.seq,
-        }
-        for key, value in ((SUPERSEDES, self.supersedes), (SUPERSEDED_BY, self.superseded_by)):
-            if value:
-                payload[key] = value
-        return payload
+from .models import MemoryRecord, RestatedMeta
+from .restated import RESTATED, RESTATED_META
 
 
 def public_view(point_id: str, payload: dict[str, Any], score: float | None = None) -> dict[str, Any]:
@@ -101,4 +55,5 @@ def export_record(point_id: str, payload: dict[str, Any]) -> MemoryRecord:
         supersedes=payload.get(SUPERSEDES),
         superseded_by=payload.get(SUPERSEDED_BY),
         restated=payload.get(RESTATED, []),
+        restated_meta=[RestatedMeta.model_validate(m) for m in payload.get(RESTATED_META, [])],
     )

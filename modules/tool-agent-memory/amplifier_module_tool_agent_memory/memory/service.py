@@ -7,7 +7,6 @@ adapters run it off the event loop.
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 import uuid
 from collections import OrderedDict
@@ -41,13 +40,22 @@ from .chains import (
     Member,
     chain_of,
     current_first,
+    link,
     newest_of,
     repair_after_forget,
     unlink,
 )
-from .models import MemoryListInput, MemoryRecord, MemorySearchInput, MemoryStoreInput
+from .models import MemoryListInput, MemoryRecord, MemorySearchInput, MemoryStoreInput, RestatedMeta
 from .ranking import CTX, MEMORY_VECTORS, Hit, RetrievalParams, context_text, hybrid_search
-from .record import RESTATED, StoredMemory, export_record, full_view, public_view
+from .record import export_record, full_view, public_view
+from .restated import (
+    RESTATED,
+    RESTATED_META,
+    add_wording,
+    normalise_content,
+    searchable_context,
+    take_wording,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -69,7 +77,6 @@ MEMORIES = CollectionSpec(
     layout=COMPACT_LAYOUT,
 )
 
-_WS = re.compile(r"\s+")
 # Brute force over 10k unindexed memories (two vectors each) costs a few ms a search; past that
 # the HNSW index is built, checked every INDEX_CHECK_EVERY writes and after every import.
 INDEX_AFTER_UNINDEXED = 10_000
@@ -90,23 +97,14 @@ ANNOUNCED_CANDIDATES = 3
 # it is also nearly word for word the same (the near-duplicate cosine used before issue 9).
 # Merging every restatement of a note cost LoCoMo R@10 0.745 -> 0.733.
 NOTE_MERGE_COSINE = 0.95
-# A merge keeps the older memory and its wording as the memory's ``restated`` texts (the first
-# MAX_RESTATED), shown with it and found by BM25 through its ctx_text: a restatement the
-# comparison wrongly calls the same loses no text, so a decided restatement of a fact, decision,
-# preference or event merges at any cosine the gate lets through.
-MAX_RESTATED = 5
+# A merge keeps the older memory and adds the new wording to its ``restated`` texts (see
+# memory/restated.py), shown with it, found by BM25 through its ctx_text, and taken out again by
+# memory_unmerge: a restatement the comparison wrongly calls the same loses no text, so a decided
+# restatement of a fact, decision, preference or event merges at any cosine the gate lets through.
 # Pairs of search results whose comparison is remembered (a few hundred bytes each).
 CHANGES_REMEMBERED = 4096
-
-
-def searchable_context(ctx: str, restated: Sequence[str]) -> str:
-    """What ctx_text indexes: the context window, then the wordings merged into the memory."""
-    return "\n".join([ctx, *restated])
-
-
-def normalise_content(text: str) -> str:
-    """The form two memories must share to be exact duplicates: case- and whitespace-folded."""
-    return _WS.sub(" ", text).strip().casefold()
+# Near memories a possible_updates answer lists at most (the memories compared with the new one).
+MAX_POSSIBLE_UPDATES = ANNOUNCED_CANDIDATES
 
 
 def content_hash(text: str) -> str:
@@ -161,6 +159,22 @@ def acts_as_update(comparison: Comparison, older: str, newer: str) -> bool:
     return not comparison.same and announced_update(older, newer)
 
 
+def two_facts(comparison: Comparison, older: str, newer: str) -> bool:
+    """The comparison found the pair about different things: decided DIFFERENT, or another subject or the same
+    values said of another thing (``compare.subject``): nothing to ask the agent about."""
+    return (comparison.decided and comparison.verdict is Verdict.DIFFERENT) or (
+        another_subject(older, newer, comparison) or same_values_of_another_thing(older, newer, comparison)
+    )
+
+
+def may_update(comparison: Comparison, older: str, newer: str) -> bool:
+    """``newer`` may update ``older`` but the comparison cannot say so: neither a restatement, nor an update it
+    acts on (``acts_as_update``), nor two facts (``two_facts``). The agent is asked (``possible_updates``)."""
+    return not comparison.same and not acts_as_update(comparison, older, newer) and not two_facts(
+        comparison, older, newer
+    )
+
+
 _BACKGROUND: ThreadPoolExecutor | None = None
 _BACKGROUND_LOCK = threading.Lock()
 
@@ -174,16 +188,6 @@ def _background() -> ThreadPoolExecutor:
         return _BACKGROUND
 
 
-def _restated_update(payload: dict[str, Any], content: str) -> dict[str, Any]:
-    """The payload fields that keep ``content`` as a restated wording of the memory ``payload`` (none when it
-    already has that wording, or MAX_RESTATED of them)."""
-    restated = [str(t) for t in payload.get(RESTATED, [])]
-    known = {normalise_content(t) for t in (str(payload.get("content", "")), *restated)}
-    if normalise_content(content) in known or len(restated) >= MAX_RESTATED:
-        return {}
-    return {RESTATED: [*restated, content], "ctx_text": f"{payload.get('ctx_text', '')}\n{content}"}
-
-
 def _brief(member: Member) -> dict[str, Any]:
     return {
         "id": member.id,
@@ -192,13 +196,47 @@ def _brief(member: Member) -> dict[str, Any]:
     }
 
 
+def _said_with(inp: MemoryStoreInput, tags: list[str], files: list[str], now: str) -> dict[str, Any]:
+    """What a wording merged into another memory was stored with: it gets it back if the merge is undone."""
+    return {"tags": tags, "importance": inp.importance, "files": files, "created_at": now}
+
+
+def _meta_payload(meta: RestatedMeta) -> dict[str, Any]:
+    """A restated wording's metadata as stored (the time as ISO 8601, none when unknown)."""
+    return {
+        "tags": list(meta.tags),
+        "importance": meta.importance,
+        "files": list(meta.files),
+        **({"created_at": iso(meta.created_at)} if meta.created_at else {}),
+    }
+
+
+@dataclass(frozen=True)
+class Possible:
+    """A near memory the new one may update: the comparison could not decide (see ``may_update``)."""
+
+    member: Member
+    similarity: float
+    comparison: Comparison
+
+    def as_output(self) -> dict[str, Any]:
+        return {
+            **_brief(self.member),
+            "kind": self.member.payload.get("kind", "note"),
+            "similarity": round(self.similarity, 4),
+            "differences": [d.describe() for d in self.comparison.differences],
+        }
+
+
 @dataclass(frozen=True)
 class Judgement:
-    """What the comparison made of a new memory: merge into an existing one, supersede one, or neither."""
+    """What the comparison made of a new memory: merge into an existing one, supersede one, or neither (and then
+    the near memories it may update, nearest first)."""
 
     merge_into: Member | None = None
     supersede: Member | None = None
     comparison: Comparison | None = None
+    possible: tuple[Possible, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -213,22 +251,36 @@ class StoreOutcome:
     redacted: dict[str, list[str]] | None = None
     # The memory this one replaced (id, content, created_at, differences).
     superseded: dict[str, Any] | None = None
+    # The memory this wording was merged into (id, content, the wording kept), when it was.
+    merged: dict[str, Any] | None = None
+    # Near memories this one may update (the comparison could not decide), nearest first.
+    possible_updates: tuple[dict[str, Any], ...] = ()
 
     def as_output(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "created": self.created, "duplicate": self.duplicate}
         if self.near_duplicate:
             out["near_duplicate"] = True
             out["similarity"] = round(self.similarity or 0.0, 4)
+        if self.merged:
+            out["merged"] = self.merged
             out["note"] = (
-                "an existing memory of this kind says the same in other words: "
-                "its updated_at and importance were refreshed, and its restated field keeps this wording "
-                f"(the first {MAX_RESTATED} other wordings)"
+                f"memory {self.id} of this kind says the same in other words: this was merged into it (its "
+                "updated_at and importance refreshed, this wording kept in its restated field); if it does not "
+                "say the same, call "
+                f"memory_unmerge(id={self.id}, wording=<this content>) to give it a memory of its own"
             )
         if self.superseded:
             out["superseded"] = self.superseded
             out["note"] = (
                 "this replaces an older memory, kept and marked superseded_by (it ranks below this one); "
                 "if they are not the same thing, undo the link with memory_unlink"
+            )
+        if self.possible_updates:
+            out["possible_updates"] = list(self.possible_updates)
+            out["note"] = (
+                "stored; near memories listed in possible_updates (nearest first, with what differs) may be older "
+                f"values of this one: if this replaces one, call memory_link(id={self.id}, supersedes=<its id>); "
+                f"if it says the same as one, memory_forget({self.id}); if they are different things, do nothing"
             )
         if self.redacted:
             out["redacted"] = self.redacted
@@ -318,6 +370,7 @@ class MemoryService:
         # told with its reasons, it may be neither the nearest nor near (``compare.announced_update``).
         announcing = kind in UPDATABLE_KINDS and says_a_change(content)
         nearest = self._nearest_same_kind(vec, kind, ANNOUNCED_CANDIDATES if announcing else COMPARE_CANDIDATES)
+        possible: dict[str, Possible] = {}
         for rank, (member, similarity, stored_vec) in enumerate(nearest):
             # A far memory (past the nearest, or under the cosine) is only ever replaced, never merged into.
             far = rank >= COMPARE_CANDIDATES or similarity < self.config.near_duplicate_threshold
@@ -326,20 +379,27 @@ class MemoryService:
             if kind == "note" and similarity < NOTE_MERGE_COSINE and not member.payload.get(SUPERSEDED_BY):
                 continue  # a note only merges, from NOTE_MERGE_COSINE: the comparison could change nothing
             comparison = self._compare(member, content, (stored_vec, vec) if stored_vec else None)
-            if not self._may_act(comparison, member, content, kind):
+            asks = kind in UPDATABLE_KINDS and may_update(comparison, str(member.payload.get("content", "")), content)
+            if not (asks or self._may_act(comparison, member, content, kind)):
                 continue
             newest = newest_of(self.coll, member.id, member.payload) if member.payload.get(SUPERSEDED_BY) else member
             if newest.id != member.id:
                 comparison = self._compare(newest, content, self._with_stored_vector(newest.id, vec))
-                if not self._may_act(comparison, newest, content, kind):
-                    continue
+                asks = kind in UPDATABLE_KINDS and may_update(
+                    comparison, str(newest.payload.get("content", "")), content
+                )
+            if asks:
+                possible.setdefault(newest.id, Possible(newest, comparison.similarity, comparison))
+                continue
+            if not self._may_act(comparison, newest, content, kind):
+                continue
             if comparison.same:
                 if far or (kind == "note" and comparison.similarity < NOTE_MERGE_COSINE):
                     continue
                 return Judgement(merge_into=newest, comparison=comparison)
             if kind in UPDATABLE_KINDS and acts_as_update(comparison, str(newest.payload.get("content", "")), content):
                 return Judgement(supersede=newest, comparison=comparison)
-        return Judgement()
+        return Judgement(possible=tuple(possible.values())[:MAX_POSSIBLE_UPDATES])
 
     @staticmethod
     def _may_act(comparison: Comparison, older: Member, content: str, kind: str) -> bool:
@@ -414,10 +474,17 @@ class MemoryService:
             now = iso(self.clock())
             target = judgement.merge_into
             current = self.coll.retrieve([target.id]) if target is not None else []
-            if target is not None and current:
-                importance = max(float(target.payload.get("importance", 0.5)), inp.importance)
-                update: dict[str, Any] = {"updated_at": now, "importance": importance}
-                update.update(_restated_update(dict(current[0].payload or {}), content))
+            kept = (
+                add_wording(dict(current[0].payload or {}), content, _said_with(inp, tags, files, now))
+                if target is not None and current
+                else None
+            )
+            # A merge happens only when the wording is kept (memory_unmerge gives it back): a memory holding
+            # MAX_RESTATED other wordings takes no more, and the new one is stored on its own.
+            if target is not None and current and kept is not None:
+                target_payload = dict(current[0].payload or {})
+                importance = max(float(target_payload.get("importance", 0.5)), inp.importance)
+                update: dict[str, Any] = {"updated_at": now, "importance": importance, **kept}
                 self.coll.set_payload(target.id, update)
                 similarity = judgement.comparison.similarity if judgement.comparison else None
                 return StoreOutcome(
@@ -427,6 +494,7 @@ class MemoryService:
                     near_duplicate=True,
                     similarity=similarity,
                     redacted=report or None,
+                    merged={"id": target.id, "content": target_payload.get("content", ""), "wording": content},
                 )
             older: Member | None = None
             if inp.supersedes is not None:
@@ -437,20 +505,21 @@ class MemoryService:
                     older = newest_of(self.coll, judgement.supersede.id, dict(stored[0].payload or {}))
             memory_id = str(uuid.uuid4())
             seq = tail[0] + 1 if tail else 0
-            payload = StoredMemory(
-                content=content,
-                ctx_text=context_text(content, tail[1] if tail else None),
-                content_hash=digest,
-                kind=inp.kind,
-                tags=tags,
-                importance=inp.importance,
-                files=files,
-                created_at=now,
-                updated_at=now,
-                thread=self.thread,
-                seq=seq,
-                supersedes=older.id if older is not None else None,
-            ).to_payload()
+            payload = {
+                "content": content,
+                "ctx_text": context_text(content, tail[1] if tail else None),
+                "content_hash": digest,
+                "kind": inp.kind,
+                "tags": tags,
+                "importance": inp.importance,
+                "files": files,
+                "created_at": now,
+                "updated_at": now,
+                "thread": self.thread,
+                "seq": seq,
+            }
+            if older is not None:
+                payload[SUPERSEDES] = older.id
             self.coll.upsert([(memory_id, vectors, payload)])
             if older is not None:
                 self.coll.set_payload(older.id, {SUPERSEDED_BY: memory_id})
@@ -466,7 +535,10 @@ class MemoryService:
                 superseded["declared"] = True
             elif judgement.comparison is not None:
                 superseded["differences"] = [d.describe() for d in judgement.comparison.differences]
-        return StoreOutcome(memory_id, created=True, redacted=report or None, superseded=superseded)
+        possible = () if older is not None else tuple(p.as_output() for p in judgement.possible)
+        return StoreOutcome(
+            memory_id, created=True, redacted=report or None, superseded=superseded, possible_updates=possible
+        )
 
     def _filter(self, inp: MemorySearchInput) -> Filter | None:
         must: list[Condition] = []
@@ -594,6 +666,95 @@ class MemoryService:
             unlink(self.coll, memory_id, str(older))
         return {"unlinked": {"id": memory_id, "supersedes": str(older)}}
 
+    def link(self, memory_id: str, supersedes: str) -> dict[str, Any]:
+        """Declare that ``memory_id`` updates ``supersedes``, with the rules of a declared ``supersedes`` in
+        memory_store: the newest of ``supersedes``'s chain is the one replaced, events are never linked, and an
+        update replaces an older memory (the one it supersedes was stored first). Linking again is a no-op."""
+        if memory_id == supersedes:
+            raise InvalidInput("field 'supersedes': a memory cannot supersede itself")
+        with self.coll.lock:
+            records = self.coll.retrieve([memory_id])
+            if not records:
+                raise NotFound(f"field 'id': no memory with id {memory_id} for this identity")
+            newer = Member(memory_id, dict(records[0].payload or {}))
+            linked = newer.payload.get(SUPERSEDES)
+            if linked:
+                chain = [m.id for m in chain_of(self.coll, memory_id, newer.payload)]
+                if supersedes in chain[: chain.index(memory_id)]:
+                    return {"linked": {"id": memory_id, "supersedes": str(linked)}, "unchanged": True}
+                raise InvalidInput(
+                    f"field 'id': memory {memory_id} already supersedes {linked}; a memory replaces one other: "
+                    f"memory_unlink({memory_id}) first"
+                )
+            older = self._declared(supersedes, str(newer.payload.get("kind", "note")))
+            if any(m.id == memory_id for m in chain_of(self.coll, older.id, older.payload)):
+                raise InvalidInput(f"field 'supersedes': memories {memory_id} and {supersedes} are already one chain")
+            if str(older.payload.get("created_at", "")) > str(newer.payload.get("created_at", "")):
+                which = "" if older.id == supersedes else f" (the newest of {supersedes}'s chain)"
+                raise InvalidInput(
+                    f"field 'supersedes': memory {older.id}{which} was stored after {memory_id}, and an update "
+                    f"replaces an older memory; if {older.id} is the newer value, call "
+                    f"memory_link(id={older.id}, supersedes={memory_id})"
+                )
+            link(self.coll, older.id, memory_id)
+        out: dict[str, Any] = {"linked": {"id": memory_id, "supersedes": older.id}, "superseded": _brief(older)}
+        if older.id != supersedes:
+            out["note"] = f"{supersedes} was already replaced: the newest of its chain, {older.id}, is superseded"
+        return out
+
+    def unmerge(self, memory_id: str, wording: str) -> dict[str, Any]:
+        """Undo a merge: take ``wording`` out of memory ``memory_id``'s restated wordings and store it as a memory of
+        its own, with its own vectors and what it was stored with (tags, importance, files, time)."""
+        text = str(redact_fields({"content": wording})[0]["content"])
+        with self.coll.lock:
+            records = self.coll.retrieve([memory_id])
+            if not records:
+                raise NotFound(f"field 'id': no memory with id {memory_id} for this identity")
+            payload = dict(records[0].payload or {})
+            taken = take_wording(payload, text)
+            if taken is None:
+                count = len(payload.get(RESTATED, []))
+                raise InvalidInput(
+                    f"field 'wording': memory {memory_id} holds no such restated wording (it has {count}; "
+                    "memory_get shows them: pass one exactly as shown)"
+                )
+            restated, meta, fields = taken
+            vector = self.embedder.embed_documents([restated])[0]
+            now = iso(self.clock())
+            digest = content_hash(restated)
+            self.coll.set_payload(memory_id, fields)
+            existing = self._find_by_hash(digest)
+            if existing is not None:
+                # Stored again on its own since the merge: that memory is the wording's own.
+                own = dict(self.coll.retrieve([existing])[0].payload or {})
+                return {
+                    "unmerged": {"id": memory_id, "wording": restated},
+                    "memory": self._full(existing, own),
+                    "created": False,
+                }
+            new_id = str(uuid.uuid4())
+            new_payload = {
+                "content": restated,
+                "ctx_text": restated,
+                "content_hash": digest,
+                "kind": payload.get("kind", "note"),
+                "tags": list(meta.get("tags", payload.get("tags", []))),
+                "importance": float(meta.get("importance", payload.get("importance", 0.5))),
+                "files": list(meta.get("files", payload.get("files", []))),
+                "created_at": str(meta.get("created_at") or now),
+                "updated_at": now,
+                # A thread of its own: its place in the conversation it was said in was not kept.
+                "thread": f"unmerged-{new_id}",
+                "seq": 0,
+            }
+            self.coll.upsert([(new_id, {DENSE: vector, CTX: vector}, new_payload)])
+        return {
+            "unmerged": {"id": memory_id, "wording": restated},
+            "memory": self._full(new_id, new_payload),
+            "created": True,
+            "note": f"if it updates memory {memory_id}, call memory_link(id={new_id}, supersedes={memory_id})",
+        }
+
     @staticmethod
     def _full(point_id: str, payload: dict[str, Any]) -> dict[str, Any]:
         return full_view(point_id, payload)
@@ -683,23 +844,31 @@ class MemoryService:
                 restated = [str(redact_fields({"content": t})[0]["content"]) for t in rec.restated]
                 restated_of.append(restated)
                 payloads.append(
-                    StoredMemory(
-                        content=content,
-                        ctx_text=context_text(content, prev),
-                        content_hash=content_hash(content),
-                        restated=tuple(restated),
-                        kind=rec.kind,
-                        tags=list(fields["tags"]),
-                        importance=rec.importance,
-                        files=list(fields["files"]),
-                        created_at=created,
-                        updated_at=iso(rec.updated_at) if rec.updated_at else created,
-                        thread=thread,
-                        seq=start + offset,
+                    {
+                        "content": content,
+                        "ctx_text": context_text(content, prev),
+                        "content_hash": content_hash(content),
+                        **({RESTATED: restated} if restated else {}),
+                        **(
+                            {RESTATED_META: [_meta_payload(m) for m in rec.restated_meta[: len(restated)]]}
+                            if rec.restated_meta
+                            else {}
+                        ),
+                        "kind": rec.kind,
+                        "tags": list(fields["tags"]),
+                        "importance": rec.importance,
+                        "files": list(fields["files"]),
+                        "created_at": created,
+                        "updated_at": iso(rec.updated_at) if rec.updated_at else created,
+                        "thread": thread,
+                        "seq": start + offset,
                         # Links travel with the records: an export and its import keep every chain.
-                        supersedes=rec.supersedes,
-                        superseded_by=rec.superseded_by,
-                    ).to_payload()
+                        **{
+                            key: value
+                            for key, value in ((SUPERSEDES, rec.supersedes), (SUPERSEDED_BY, rec.superseded_by))
+                            if value
+                        },
+                    }
                 )
                 prev = content
             texts = [str(p["content"]) for p in payloads] + [str(p["ctx_text"]) for p in payloads]
