@@ -186,3 +186,25 @@ def tool_timer(monkeypatch: pytest.MonkeyPatch) -> float:
     reads = iter(range(1_000_000))
     monkeypatch.setattr(call, "time", types.SimpleNamespace(perf_counter=lambda: next(reads) * 0.125))
     return 125.0
+
+
+class ManualTimer:
+    """Seconds that move only when the test says (a monotonic clock for store/purge.py's scheduler)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> float:
+        self.now += seconds
+        return self.now
+
+
+@pytest.fixture
+def purge_timer() -> ManualTimer:
+    """A manual clock for the engine purge; give it to a runtime (before its store opens) as
+    ``rt.purge_timing = {"clock": purge_timer, "background": False}`` and run what is due with
+    ``EdgeCollection.run_engine_purge_if_due()``: no test waits for a window of real time."""
+    return ManualTimer()

@@ -68,6 +68,9 @@ DIFFERENT = {
          ["order: bcrypt to argon2 -> argon2 to bcrypt"]),
         ("Copy the files from staging to prod", "Copy the files from prod to staging",
          ["order: staging to prod -> prod to staging"]),
+        ("Translate the German subtitles in the player to French",
+         "Translate the French subtitles in the player to German",
+         ["order: german subtitles in player to french -> french subtitles in player to german"]),
     ],
     "numbers bound to other nouns": [
         ("Reorder 200 boxes when stock drops below 30", "Reorder 30 boxes when stock drops below 200",

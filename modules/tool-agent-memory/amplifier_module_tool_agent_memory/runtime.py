@@ -12,8 +12,10 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import activity
 from .config import MemoryConfig, parse_config
 from .errors import AgentMemoryError, ConfigError, IdentityError
 from .identity import ResolvedIdentity, resolve_identity
@@ -62,10 +64,14 @@ class AgentMemory:
         self.coordinator = coordinator
         self.session_id = session_id
         self.clock = clock
+        # The engine purge's timing (store/purge.py): None is the default policy (monotonic clock, a background
+        # thread). Tests set one with a clock they move by hand before the store opens.
+        self.purge_timing: dict[str, Any] | None = None
         self._store: Store | None = None
         self._services: dict[str, Any] = {}
         self._lock = threading.RLock()
         self._closed = False
+        self._activity: Path | None = None
 
     @classmethod
     def from_mount(
@@ -156,7 +162,9 @@ class AgentMemory:
                         embedder.model_id,
                         embedder.dim,
                         adopt_recorded_model=self.adopt_recorded_model,
-                        purge=PurgePolicy(storage.purge_prompt_max_points, storage.purge_idle_seconds),
+                        purge=PurgePolicy(
+                            storage.purge_prompt_max_points, storage.purge_idle_seconds, **(self.purge_timing or {})
+                        ),
                     )
                 logger.info(
                     "memory store opened",
@@ -235,10 +243,24 @@ class AgentMemory:
 
         return ProviderJudge(self.coordinator, self.config.judge_timeout_s)
 
+    def activity_folder(self) -> Path | None:
+        """Where this identity's activity log lives (beside its embedded store), once the identity is known."""
+        if self.identity is None or self.setup_error is not None:
+            return None
+        if self._activity is None:
+            try:
+                self._activity = self.config.resolved_root() / self.identity.name
+            except AgentMemoryError:
+                return None
+        return self._activity
+
     async def emit(self, event: str, data: dict[str, Any]) -> None:
         """Emit an event on the session's hooks (if any); never raises."""
         payload = {"identity": self.identity_name, **data}
         logger.info(event, extra={"event": event, **{f"ev_{k}": v for k, v in payload.items()}})
+        folder = self.activity_folder()
+        if folder is not None:
+            activity.record(folder, event, data)
         hooks = getattr(self.coordinator, "hooks", None)
         if hooks is None:
             return

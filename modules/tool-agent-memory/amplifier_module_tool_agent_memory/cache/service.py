@@ -652,6 +652,47 @@ class CacheService:
                 results.append(result)
         return results
 
+    # Looking without touching (the viewer)
+
+    def scopes(self, limit: int = 200) -> list[str]:
+        """The scopes that have blocks in the store, most recently started first (at most ``limit``)."""
+        newest: dict[str, str] = {}
+        offset: Any = None
+        while True:
+            records, offset = self.coll.scroll(Scroll(offset=offset, limit=512, filter=where(type="block")))
+            for rec in records:
+                payload = dict(rec.payload or {})
+                scope, created = str(payload.get("scope", "")), str(payload.get("created_at", ""))
+                if scope and created > newest.get(scope, ""):
+                    newest[scope] = created
+            if offset is None:
+                break
+        return sorted(newest, key=lambda name: newest[name], reverse=True)[:limit]
+
+    def peek(self, scope: str, budget: int) -> dict[str, Any]:
+        """A scope as the store holds it now: live items, blocks with their summaries, and the pack the
+        agent would get for ``budget`` tokens. Reads a fresh copy and changes nothing: no access count,
+        no TTL, no pack cache, no touched scope (cache_get and cache_pack do all four)."""
+        st = self._load_scope(scope)
+        now = self._now()
+        blocks = []
+        for block in sorted(st.blocks.values(), key=lambda b: b.seq, reverse=True):
+            live = st.live_items_of(block.id, now)
+            blocks.append(
+                {
+                    "block_id": block.id,
+                    "seq": block.seq,
+                    "status": block.status,
+                    "summary": self._summary_of(st, block, live),
+                    "summary_source": block.summary_source,
+                    "created_at": iso(block.created_at),
+                    "closed_at": iso(block.closed_at) if block.closed_at else None,
+                    "items": [item.full_view() for item in live],
+                }
+            )
+        pack, _ = build_pack(st, budget, None, None, now, self.identity)
+        return {"scope": scope, "version": st.version, "blocks": blocks, "pack": finish(dict(pack))}
+
     # Packs
 
     def pack(self, inp: CachePackInput) -> dict[str, Any]:

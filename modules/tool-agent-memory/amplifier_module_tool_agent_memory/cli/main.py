@@ -34,6 +34,7 @@ from .config_file import CliError
 from .mcp import register as register_mcp
 from .plans import register as register_plans
 from .settings import build_config, open_runtime, read_store_meta, resolve_cli_identity
+from .ui import register as register_ui
 
 if TYPE_CHECKING:
     from ..runtime import AgentMemory
@@ -594,6 +595,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--confirm", metavar="IDENTITY", help="the identity's name again: nothing is deleted without it")
     register_mcp(add)
     register_plans(add)
+    register_ui(add)
     return parser
 
 

@@ -115,13 +115,18 @@ class MemorySearchInput(_Input):
     @field_validator("until", mode="before")
     @classmethod
     def _until(cls, value: object) -> datetime | None:
-        if value is None:
-            return None
-        ts = parse_timestamp(value)
-        if isinstance(value, str) and _DATE_ONLY.fullmatch(value.strip()):
-            # "until 2026-11-22" means through that day, not up to its first instant.
-            ts = ts.replace(hour=23, minute=59, second=59, microsecond=999_999)  # 9999-12-31 included
-        return ts
+        return parse_until(value)
+
+
+def parse_until(value: object) -> datetime | None:
+    """An inclusive upper time bound: a date alone means through the end of that day."""
+    if value is None:
+        return None
+    ts = parse_timestamp(value)
+    if isinstance(value, str) and _DATE_ONLY.fullmatch(value.strip()):
+        # "until 2026-11-22" means through that day, not up to its first instant.
+        ts = ts.replace(hour=23, minute=59, second=59, microsecond=999_999)  # 9999-12-31 included
+    return ts
 
 
 class MemoryIdInput(_Input):
@@ -177,11 +182,25 @@ class MemoryListInput(_Input):
         None, description="Only memories created before this ISO-8601 time (pass the previous page's next_before)."
     )
     kind: MemoryKind | None = Field(None, description="Only this kind.")
+    since: datetime | None = Field(None, description="Only memories created at or after this ISO-8601 time.")
+    until: datetime | None = Field(
+        None, description="Only memories created at or before this ISO-8601 time (a date alone: the end of that day)."
+    )
+    tags: list[Tag] = Field(default_factory=list, max_length=50, description="Only memories with any of these tags.")
+    files: list[FilePath] = Field(default_factory=list, max_length=50, description="Only memories about these files.")
+    include_superseded: bool = Field(
+        True, strict=True, description="Also list memories a newer one replaced (marked superseded_by)."
+    )
 
-    @field_validator("before", mode="before")
+    @field_validator("before", "since", mode="before")
     @classmethod
     def _iso(cls, value: object) -> datetime | None:
         return None if value is None else parse_timestamp(value)
+
+    @field_validator("until", mode="before")
+    @classmethod
+    def _until(cls, value: object) -> datetime | None:
+        return parse_until(value)
 
 
 class RestatedMeta(BaseModel):

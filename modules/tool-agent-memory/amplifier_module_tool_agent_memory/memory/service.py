@@ -32,7 +32,7 @@ from ..embeddings.providers import Embedder
 from ..errors import InvalidInput, NotFound
 from ..redaction import redact_fields
 from ..store.contract import COMPACT_LAYOUT, DENSE, Collection, CollectionSpec, IndexSpec, iso, utc_now
-from ..store.query import AnyOf, Condition, Filter, Match, Nearest, Order, Range, Scroll, Search, all_of, where
+from ..store.query import AnyOf, Condition, Filter, IsEmpty, Match, Nearest, Order, Range, Scroll, Search, all_of, where
 from ..validation import parse_timestamp
 from .chains import (
     SUPERSEDED_BY,
@@ -794,8 +794,14 @@ class MemoryService:
         must: list[Condition] = []
         if inp.kind:
             must.append(Match("kind", inp.kind))
-        if inp.before:
-            must.append(Range("created_at", lt=inp.before))
+        if inp.tags:
+            must.append(AnyOf("tags", inp.tags))
+        if inp.files:
+            must.append(AnyOf("files", inp.files))
+        if inp.before or inp.since or inp.until:
+            must.append(Range("created_at", lt=inp.before, gte=inp.since, lte=inp.until))
+        if not inp.include_superseded:
+            must.append(IsEmpty(SUPERSEDED_BY))
         records, _ = self.coll.scroll(
             Scroll(limit=inp.limit, filter=all_of(*must), order=Order("created_at", descending=True))
         )

@@ -72,7 +72,10 @@ class EdgeCollection(BaseCollection):
         self._since_checkpoint = 0
         self.purge_policy = purge or PurgePolicy()
         policy = self.purge_policy
-        self._engine_purge = DebouncedJob(name, self.purge_engine, policy.quiet_s, policy.max_wait_s, policy.idle_s)
+        self._engine_purge = DebouncedJob(
+            name, self.purge_engine, policy.quiet_s, policy.max_wait_s, policy.idle_s,
+            clock=policy.clock, background=policy.background,
+        )
         # A shard created before the vacuum setting would only build indexes early: it is purged by repair.
         self.vacuums = path is not None and vacuums(path)
 
@@ -189,6 +192,11 @@ class EdgeCollection(BaseCollection):
     def engine_purge_waits_for_idle(self) -> bool:
         """Whether a purge is due but waits for the collection to be idle (too large to purge promptly)."""
         return self._engine_purge.waits_for_idle
+
+    def run_engine_purge_if_due(self) -> bool:
+        """Run a waiting engine purge now if it is due by the purge clock; whether it ran (for a policy with
+        ``background=False``, whose owner decides when time has passed: tests with a manual clock)."""
+        return self._engine_purge.run_if_due()
 
     def _engine_freed_text(self) -> None:
         if self.vacuums and self.journal is not None and not self.journal.read_only:
