@@ -92,9 +92,15 @@ def _ids(points: list[Any]) -> list[str]:
     return [str(p.id) for p in points]
 
 
-def _ranking(points: list[Any]) -> list[tuple[float, str]]:
-    """(score, id), best first; points of equal score (RRF ties) by id, since their order is the engine's own."""
-    return sorted(((round(p.score, 5), str(p.id)) for p in points), key=lambda s: (-s[0], s[1]))
+def _ranking(points: list[Any]) -> tuple[list[float], list[tuple[float, str]]]:
+    """Every score, best first, and (score, id) of the points above the last score, ties by id.
+
+    Points of equal score (RRF ties) come in the engine's own order, and which of those tied at the
+    cut make the page is the engine's choice too: only the scores of those are compared.
+    """
+    ranked = sorted(((round(p.score, 5), str(p.id)) for p in points), key=lambda s: (-s[0], s[1]))
+    last = ranked[-1][0] if ranked else None
+    return [score for score, _ in ranked], [(score, pid) for score, pid in ranked if score != last]
 
 
 def _all(coll: Collection, flt: Filter | None) -> set[str]:
