@@ -55,7 +55,7 @@ async def test_an_undecided_near_memory_is_offered_with_its_differences(tools: d
     assert new["created"] is True and new["id"] != old["id"] and "superseded" not in new
     [offered] = new["possible_updates"]
     assert (offered["id"], offered["content"], offered["kind"]) == (old["id"], BARBER_OLD, "fact")
-    assert "name: Tony -> Luis" in offered["differences"]
+    assert offered["differences"] == ["content: tony -> luis", "content: main street cuts -> salon by station"]
     assert 0.5 <= offered["similarity"] <= 1.0
     assert f"memory_link(id={new['id']}, supersedes=<its id>)" in new["note"]
     # Nothing was linked: both stand alone until the agent decides.

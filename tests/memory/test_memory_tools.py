@@ -258,7 +258,7 @@ async def _seed_distinct(rt: AgentMemory) -> None:
         MemoryRecord(id=str(uuid.uuid4()), content=fact, created_at=T0 + timedelta(minutes=i))
         for i, fact in enumerate(DISTINCT_FACTS)
     ]
-    assert rt.memory().import_records(records) == {"imported": len(DISTINCT_FACTS)}
+    assert rt.memory().import_records(records)["imported"] == len(DISTINCT_FACTS)
 
 
 async def test_search_returns_five_results_by_default(make_runtime: Callable[..., AgentMemory]) -> None:

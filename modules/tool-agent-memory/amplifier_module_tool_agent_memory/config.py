@@ -162,6 +162,49 @@ class PlanConfig(_Strict):
         return {**data, "candidate_floor": old}
 
 
+class RecallGateConfig(_Strict):
+    """When recall injects anything: one recalled memory must match the prompt both by its words and by its
+    meaning. Its relevance is coverage + cosine_weight * cosine, where coverage is the share of the prompt's
+    content words (not names, not function words) the memory (with the remark before it) contains, by stem,
+    and cosine the dense similarity of the two. Calibrated with benchmarks/recall.py on half of the LoCoMo dev
+    conversations (most evidence injected while >= 0.75 of another conversation's questions, speakers renamed,
+    get nothing) and reported on the other half; see docs/recall.md."""
+
+    min_content_words: int = Field(
+        1, ge=1, le=20, description="Words of the prompt other than names and function words it must have."
+    )
+    cosine_weight: float = Field(2.25, ge=0.0, le=10.0, description="Weight of the cosine in a memory's relevance.")
+    min_relevance: float = Field(
+        1.575, ge=0.0, le=11.0,
+        description="Relevance (coverage + cosine_weight * cosine) one recalled memory must reach for anything "
+        "to be injected.",
+    )
+
+
+class RecallConfig(_Strict):
+    """Recall without being asked: relevant memories injected into each request of a turn (issue 18)."""
+
+    enabled: bool = Field(True, description="Inject recalled memories (and the briefing) into the model's requests.")
+    budget_tokens: int = Field(
+        400, ge=50, le=8000, description="Most tokens (characters / 4) of the recalled block on one request."
+    )
+    briefing_tokens: int = Field(
+        300, ge=0, le=8000,
+        description="Most tokens of the session's briefing (standing preferences and decisions); 0: no briefing.",
+    )
+    max_memories: int = Field(8, ge=1, le=50, description="Most memories in the recalled block.")
+    timeout_ms: float = Field(
+        500.0, gt=0, le=60_000,
+        description="Longest a request waits for recall; a late recall injects nothing into that request.",
+    )
+    sub_agents: Literal["recall", "full", "off"] = Field(
+        "recall",
+        description="What a sub-agent session (one with a parent) gets: recall for its prompts without the "
+        "briefing, recall and briefing, or nothing.",
+    )
+    gate: RecallGateConfig = RecallGateConfig()
+
+
 _PREFIX_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 
 
@@ -248,6 +291,7 @@ class MemoryConfig(_Strict):
     )
     judge_timeout_s: float = Field(20.0, gt=0, le=600, description="How long the provider judge may take per pair.")
     storage: StorageConfig = StorageConfig()
+    recall: RecallConfig = RecallConfig()
 
     @field_validator("storage_root")
     @classmethod

@@ -9,6 +9,7 @@ MEMORY_EVENTS: tuple[str, ...] = (
     "memory:listed",
     "memory:forgotten",
     "memory:unlinked",
+    "memory:recalled",
     "memory:linked",
     "memory:unmerged",
 )

@@ -23,10 +23,10 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..compare import Comparator, Comparison, announced_update, says_a_change
+from ..compare.policy import ANNOUNCED_CANDIDATES, merges, replaces
 from ..config import CacheConfig
 from ..embeddings.providers import Embedder
 from ..errors import InvalidInput, NotFound
-from ..memory.service import ANNOUNCED_CANDIDATES
 from ..redaction import redact_fields
 from ..store.contract import DENSE, Collection, CollectionSpec, IndexSpec, iso
 from ..store.query import Match, Order, Range, Scroll, all_of, where
@@ -41,7 +41,6 @@ from .models import (
     CacheWriteInput,
 )
 from .pack import FAR_FUTURE, build_pack, finish
-from .replace import judge
 from .state import CachedPack, ScopeState
 from .summarise import Summariser, extractive_lines, render_summary
 
@@ -54,10 +53,6 @@ logger = logging.getLogger(__name__)
 # Live items of the same kind compared with a new one: one, as for long-term memory
 # (memory/service.py COMPARE_CANDIDATES).
 COMPARE_CANDIDATES = 1
-# A cache merge drops the newer text (an item holds one content), so a restatement merges only
-# from this cosine: the lowest of the restatements the comparison merged in half A of the updates
-# dev file (0.883); on LoCoMo chat fragments it called different remarks the same at 0.80-0.86.
-MERGE_COSINE = 0.88
 
 CACHE = CollectionSpec(
     "cache",
@@ -386,8 +381,9 @@ class CacheService:
         """("same" | "changed", the live item, the comparison) for the nearest live items of ``kind``; None: new.
 
         Live items at least ``dedup_threshold`` similar are compared, nearest first; the first
-        restatement or change answers (``replace.judge`` decides from the comparison and where the
-        texts differ; the cosine bounds the work).
+        restatement or change answers. A merge keeps one text and drops the other, so only a pair certified
+        the same merges (``compare.policy.merges``); a change replaces by ``compare.policy.replaces``; anything
+        else keeps both (the cosine only bounds the work).
         """
         # A new item with a marker of change is compared with as many nearest live items as a memory is, whatever
         # their cosine, and replaces only one it announces a change of.
@@ -400,9 +396,10 @@ class CacheService:
             if far and not (announcing and announced_update(item.content, content)):
                 continue
             comparison = self.comparator.compare(item.content, content, vectors=(st.vecs[item.id].tolist(), vec))
-            verdict = judge(comparison, item.content, content, MERGE_COSINE)
-            if verdict is not None and not (far and verdict == "same"):
-                return verdict, item, comparison
+            if not far and merges(item.content, content):
+                return "same", item, comparison
+            if replaces(comparison, item.content, content):
+                return "changed", item, comparison
         return None
 
     def write(self, inp: CacheWriteInput) -> dict[str, Any]:

@@ -334,7 +334,7 @@ def _output_stream(path: str | None) -> Iterator[IO[str]]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from ..maintenance.transfer import export_memories, export_plans, journal_memory_service
+    from ..maintenance.transfer import export_lines, export_plans, journal_memory_service
     from .progress import Progress, wanted
 
     count = 0
@@ -349,19 +349,20 @@ def cmd_export(args: argparse.Namespace) -> int:
         def set_total(total: int) -> None:
             progress.total = total
 
-        records = export_memories(
+        lines = export_lines(
             rt.memory(),
             lambda: journal_memory_service(rt.store(), rt.embedder(), rt.config.memory),
             lambda message: print(f"{PROG}: warning: {message}", file=sys.stderr),
-            set_total,
+            model_id=rt.store().model_id if args.with_vectors else None,
+            set_total=set_total,
         )
-        for record in records:
-            out.write(record.model_dump_json() + "\n")
+        for line in lines:
+            out.write(line + "\n")
             count += 1
             progress.advance()
         plans = 0
-        for plan in export_plans(rt.plans()):
-            out.write(plan.model_dump_json() + "\n")
+        for line in export_plans(rt.plans()):
+            out.write(line + "\n")
             plans += 1
         progress.finish()
     if args.out and args.out != "-":
@@ -419,37 +420,60 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from ..maintenance.transfer import import_memories, import_plans, parse_import_lines, read_lines
-    from ..plans.models import PlanExportRecord
+    from ..maintenance.transfer import PlanWriter, check_import, check_vectors, import_checked, memory_writer
+    from .progress import Progress, wanted
 
-    source = "standard input" if args.file == "-" else args.file
-    plans: list[PlanExportRecord] = []
-    records, repeated = parse_import_lines(read_lines(args.file), source, plans)
-    result: dict[str, Any] = {"read": len(records) + repeated, "repeated_ids": repeated, "dry_run": args.dry_run,
-                              "plans": 0 if args.dry_run else len(plans)}
-    if args.dry_run:
-        result["imported"] = 0
-        result["identity"] = resolve_cli_identity(getattr(args, "identity", None)).name
-    else:
-        from .progress import Progress, wanted
-
-        with open_runtime(args) as rt:
-            progress = Progress("imported", total=len(records), enabled=wanted(args.json))
-            try:
-                result.update(import_memories(rt.memory(), records, rt.config.embeddings.batch_size, progress.advance))
-                if plans:
-                    import_plans(rt.plans(), plans, rt.config.embeddings.batch_size)
-            finally:
-                progress.finish()
-            result["identity"] = rt.identity_name
+    show = wanted(args.json)
+    checking = Progress("checked", enabled=show)
+    checked = check_import(args.file, checking.advance)
+    checking.finish()
+    try:
+        source = checked.source
+        repeated = checked.repeated
+        result: dict[str, Any] = {"read": checked.read, "repeated_ids": repeated, "dry_run": args.dry_run, "plans": 0}
+        models = sorted({model for model, _ in checked.vector_models})
+        if models:
+            result["vectors"] = {"models": models, "used": False}
+        if args.dry_run:
+            result["imported"] = 0
+            result["identity"] = resolve_cli_identity(getattr(args, "identity", None)).name
+        else:
+            with open_runtime(args) as rt:
+                use_vectors = bool(models) and not args.reembed
+                if use_vectors:
+                    check_vectors(checked, rt.embedder().model_id, rt.embedder().dim)
+                    result["vectors"]["used"] = True
+                progress = Progress("imported", total=checked.to_write, enabled=show)
+                try:
+                    result.update(
+                        import_checked(
+                            checked,
+                            {"memory": memory_writer(rt.memory()), "plan": lambda: PlanWriter(rt.plans())},
+                            use_vectors=use_vectors,
+                            batch=rt.config.embeddings.batch_size,
+                            advance=progress.advance,
+                        )
+                    )
+                finally:
+                    progress.finish()
+                result["identity"] = rt.identity_name
+    finally:
+        checked.close()
     if args.json:
         _print_json(result)
     elif args.dry_run:
-        print(f"{source}: {len(records)} valid memories and {len(plans)} plans; nothing written (--dry-run)")
+        counts = checked.counts
+        print(
+            f"{source}: {counts.get('memory', 0)} valid memories and {counts.get('plan', 0)} plans; "
+            "nothing written (--dry-run)"
+        )
     else:
         note = f" ({repeated} repeated ids: the last line of each won)" if repeated else ""
-        print(f"imported {result['imported']} memories and {result['plans']} plans into identity "
-              f"{result['identity']}{note}")
+        how = " (with their vectors: nothing embedded)" if result.get("vectors", {}).get("used") else ""
+        print(
+            f"imported {result['imported']} memories and {result['plans']} plans into identity "
+            f"{result['identity']}{how}{note}"
+        )
     return EXIT_OK
 
 
@@ -575,10 +599,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("export", cmd_export, "write every memory as JSON lines")
     p.add_argument("--out", metavar="FILE", help="write to FILE (default standard output)")
+    p.add_argument(
+        "--with-vectors",
+        action="store_true",
+        help="add each memory's vectors and the model id (an import into a store of that model embeds nothing)",
+    )
 
     p = add("import", cmd_import, "import JSON lines written by export (all lines are checked first)")
     p.add_argument("file", metavar="FILE", help="JSONL file ('-' reads standard input)")
     p.add_argument("--dry-run", action="store_true", help="validate only; write nothing")
+    p.add_argument(
+        "--reembed", action="store_true", help="embed every memory, ignoring vectors the file carries"
+    )
 
     add("repair", cmd_repair, "rebuild the store's engine files from its journal (after damage)")
     add("reindex", cmd_reindex, "re-embed memories and plans with the model of --config (or the store's own)")

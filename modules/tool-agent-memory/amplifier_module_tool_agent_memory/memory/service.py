@@ -6,7 +6,6 @@ adapters run it off the event loop.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import uuid
 from collections import OrderedDict
@@ -16,19 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..compare import (
-    Comparator,
-    Comparison,
-    Verdict,
-    announced_update,
-    announces_change,
-    another_subject,
-    says_a_change,
-)
+from ..compare import Comparator, Comparison, Verdict, announced_update, describe, says_a_change
+from ..compare.policy import ANNOUNCED_CANDIDATES, acts_as_update, left_open, may_update
 from ..compare.statement import one_statement, same_subject_new_value
-from ..compare.subject import same_values_of_another_thing
 from ..config import MemorySearchConfig
-from ..embeddings.providers import Embedder
+from ..embeddings.providers import Embedder, Vector
 from ..errors import InvalidInput, NotFound
 from ..redaction import redact_fields
 from ..store.contract import COMPACT_LAYOUT, DENSE, Collection, CollectionSpec, IndexSpec, iso, utc_now
@@ -45,14 +36,14 @@ from .chains import (
     repair_after_forget,
     unlink,
 )
-from .models import MemoryListInput, MemoryRecord, MemorySearchInput, MemoryStoreInput, RestatedMeta
+from .importing import MemoryImporter
+from .models import MemoryListInput, MemoryRecord, MemorySearchInput, MemoryStoreInput
+from .payload import content_hash
 from .ranking import CTX, MEMORY_VECTORS, Hit, RetrievalParams, context_text, hybrid_search
 from .record import export_record, full_view, public_view
 from .restated import (
     RESTATED,
-    RESTATED_META,
     add_wording,
-    normalise_content,
     searchable_context,
     take_wording,
 )
@@ -89,9 +80,6 @@ UPDATABLE_KINDS = frozenset({"fact", "decision", "preference"})
 # file one, two and three candidates gave the same figures, and each comparison costs a store
 # ~3 ms (median; p95 ~14 ms on 2 loaded cores with long memories).
 COMPARE_CANDIDATES = 1
-# A new statement with a marker of change ("now", "switched", "from now on") is compared with this many
-# nearest memories of its kind, whatever their cosine, and acts only on one it announces a change of.
-ANNOUNCED_CANDIDATES = 3
 # A note is a remark made at one point of a conversation: its place in the thread (its
 # neighbours, its context window) is part of what it says, so a restated remark is kept unless
 # it is also nearly word for word the same (the near-duplicate cosine used before issue 9).
@@ -105,74 +93,6 @@ NOTE_MERGE_COSINE = 0.95
 CHANGES_REMEMBERED = 4096
 # Near memories a possible_updates answer lists at most (the memories compared with the new one).
 MAX_POSSIBLE_UPDATES = ANNOUNCED_CANDIDATES
-
-
-def content_hash(text: str) -> str:
-    """sha256 of the normalised content."""
-    return hashlib.sha256(normalise_content(text).encode("utf-8")).hexdigest()
-
-
-# Most differences a decided change may name to be acted on as an update of one fact. Decided
-# changes of half A of the updates dev file name 1-3; two remarks of a conversation the
-# comparison calls "changed" (a number here, a dozen other words there) name 11-27, and
-# replacing one with the other would hide a true item. Half B: see README (updates figures).
-MAX_CHANGE_DIFFERENCES = 3
-
-
-def is_one_change(comparison: Comparison, older: str | None = None, newer: str | None = None) -> bool:
-    """A decided change of one fact: what the memory and cache act on (link, replace, reorder).
-
-    Given the two texts, a change that substitutes, adds or removes a word in the subject of either
-    (another thing, whatever else differs: "My dentist is Dr. Patel." / "My dermatologist is Dr.
-    Patel."; "The billing service runs on Python 3.9." / "The notifications service runs on Python
-    3.11.") is two facts, not one (``compare.subject.another_subject``); so is the same value said of
-    another thing anywhere in the statement (``compare.subject.same_values_of_another_thing``).
-    """
-    return (
-        comparison.decided
-        and comparison.verdict is Verdict.CHANGED
-        and len(comparison.differences) <= MAX_CHANGE_DIFFERENCES
-        and not (
-            older is not None
-            and newer is not None
-            and (another_subject(older, newer, comparison) or same_values_of_another_thing(older, newer, comparison))
-        )
-    )
-
-
-def left_open(comparison: Comparison) -> bool:
-    """The comparison called the pair neither a restatement nor something different: a change, or undecided."""
-    return not comparison.same and not (comparison.decided and comparison.verdict is Verdict.DIFFERENT)
-
-
-def acts_as_update(comparison: Comparison, older: str, newer: str) -> bool:
-    """``newer`` updates the fact ``older`` states: a decided change of one fact (``is_one_change``), or a
-    statement that announces its change of the same thing in other words ("My dentist is Dr. Okafor." /
-    "I switched dentists and now see Dr. Lindqvist.": ``compare.announces_change``) that the comparison
-    did not call a restatement or something different. A change told with its reasons may look like
-    something else to the comparison: it is still an update when it names what it changes
-    (``compare.announced_update``), never when the comparison called it a restatement."""
-    if is_one_change(comparison, older, newer):
-        return True
-    if left_open(comparison):
-        return announces_change(older, newer)
-    return not comparison.same and announced_update(older, newer)
-
-
-def two_facts(comparison: Comparison, older: str, newer: str) -> bool:
-    """The comparison found the pair about different things: decided DIFFERENT, or another subject or the same
-    values said of another thing (``compare.subject``): nothing to ask the agent about."""
-    return (comparison.decided and comparison.verdict is Verdict.DIFFERENT) or (
-        another_subject(older, newer, comparison) or same_values_of_another_thing(older, newer, comparison)
-    )
-
-
-def may_update(comparison: Comparison, older: str, newer: str) -> bool:
-    """``newer`` may update ``older`` but the comparison cannot say so: neither a restatement, nor an update it
-    acts on (``acts_as_update``), nor two facts (``two_facts``). The agent is asked (``possible_updates``)."""
-    return not comparison.same and not acts_as_update(comparison, older, newer) and not two_facts(
-        comparison, older, newer
-    )
 
 
 _BACKGROUND: ThreadPoolExecutor | None = None
@@ -201,30 +121,20 @@ def _said_with(inp: MemoryStoreInput, tags: list[str], files: list[str], now: st
     return {"tags": tags, "importance": inp.importance, "files": files, "created_at": now}
 
 
-def _meta_payload(meta: RestatedMeta) -> dict[str, Any]:
-    """A restated wording's metadata as stored (the time as ISO 8601, none when unknown)."""
-    return {
-        "tags": list(meta.tags),
-        "importance": meta.importance,
-        "files": list(meta.files),
-        **({"created_at": iso(meta.created_at)} if meta.created_at else {}),
-    }
-
-
 @dataclass(frozen=True)
 class Possible:
     """A near memory the new one may update: the comparison could not decide (see ``may_update``)."""
 
     member: Member
     similarity: float
-    comparison: Comparison
+    text: str
 
     def as_output(self) -> dict[str, Any]:
         return {
             **_brief(self.member),
             "kind": self.member.payload.get("kind", "note"),
             "similarity": round(self.similarity, 4),
-            "differences": [d.describe() for d in self.comparison.differences],
+            "differences": [d.describe() for d in describe(str(self.member.payload.get("content", "")), self.text)],
         }
 
 
@@ -389,7 +299,7 @@ class MemoryService:
                     comparison, str(newest.payload.get("content", "")), content
                 )
             if asks:
-                possible.setdefault(newest.id, Possible(newest, comparison.similarity, comparison))
+                possible.setdefault(newest.id, Possible(newest, comparison.similarity, content))
                 continue
             if not self._may_act(comparison, newest, content, kind):
                 continue
@@ -825,77 +735,32 @@ class MemoryService:
         return {"memories": items, "count": len(items), "next_before": next_before}
 
     def export(self, batch: int = 256) -> Iterator[MemoryRecord]:
-        """Every memory as a :class:`MemoryRecord`, oldest first."""
+        """Every memory as a :class:`MemoryRecord`, in the collection's order."""
+        return (record for record, _ in self.export_points(batch))
+
+    def export_points(
+        self, batch: int = 256, with_vectors: bool = False
+    ) -> Iterator[tuple[MemoryRecord, dict[str, Vector] | None]]:
+        """Every memory and, with ``with_vectors``, its stored vectors by name (else None)."""
         offset: Any = None
         while True:
-            records, offset = self.coll.scroll(Scroll(offset=offset, limit=batch))
+            records, offset = self.coll.scroll(Scroll(offset=offset, limit=batch, with_vector=with_vectors))
             for r in records:
-                yield export_record(str(r.id), dict(r.payload or {}))
+                record = export_record(str(r.id), dict(r.payload or {}))
+                yield record, (dict(r.vector) if with_vectors and r.vector else None)
             if offset is None:
                 return
 
     def import_records(self, records: Sequence[MemoryRecord], batch: int = 256) -> dict[str, Any]:
-        """Write validated records, embedding in batches. Idempotent on id; secrets redacted."""
-        written = 0
-        thread = f"import-{uuid.uuid4()}"
-        prev: str | None = None
-        for start in range(0, len(records), batch):
-            chunk = records[start : start + batch]
-            payloads = []
-            restated_of: list[list[str]] = []
-            for offset, rec in enumerate(chunk):
-                fields, _ = redact_fields({"content": rec.content, "tags": rec.tags, "files": rec.files})
-                created = iso(rec.created_at)
-                content = str(fields["content"])
-                restated = [str(redact_fields({"content": t})[0]["content"]) for t in rec.restated]
-                restated_of.append(restated)
-                payloads.append(
-                    {
-                        "content": content,
-                        "ctx_text": context_text(content, prev),
-                        "content_hash": content_hash(content),
-                        **({RESTATED: restated} if restated else {}),
-                        **(
-                            {RESTATED_META: [_meta_payload(m) for m in rec.restated_meta[: len(restated)]]}
-                            if rec.restated_meta
-                            else {}
-                        ),
-                        "kind": rec.kind,
-                        "tags": list(fields["tags"]),
-                        "importance": rec.importance,
-                        "files": list(fields["files"]),
-                        "created_at": created,
-                        "updated_at": iso(rec.updated_at) if rec.updated_at else created,
-                        "thread": thread,
-                        "seq": start + offset,
-                        # Links travel with the records: an export and its import keep every chain.
-                        **{
-                            key: value
-                            for key, value in ((SUPERSEDES, rec.supersedes), (SUPERSEDED_BY, rec.superseded_by))
-                            if value
-                        },
-                    }
-                )
-                prev = content
-            texts = [str(p["content"]) for p in payloads] + [str(p["ctx_text"]) for p in payloads]
-            vectors = self.embedder.embed_documents(texts)
-            # The context vector embeds the window alone; BM25 also indexes the restated wordings.
-            for p, restated in zip(payloads, restated_of, strict=True):
-                if restated:
-                    p["ctx_text"] = searchable_context(str(p["ctx_text"]), restated)
-            n = len(payloads)
-            self.coll.upsert(
-                [
-                    (rec.id, {DENSE: vectors[i], CTX: vectors[n + i]}, p)
-                    for i, (rec, p) in enumerate(zip(chunk, payloads, strict=True))
-                ]
-            )
-            written += len(chunk)
-        indexed_s = self.coll.index_if_needed(INDEX_AFTER_UNINDEXED)
-        out: dict[str, Any] = {"imported": written}
-        if indexed_s is not None:
-            out["index_seconds"] = round(indexed_s, 1)
-        return out
+        """Write validated records in this order, embedding in batches. Idempotent on id; secrets redacted."""
+        importer = MemoryImporter(self.coll, self.embedder, INDEX_AFTER_UNINDEXED)
+        try:
+            for start in range(0, len(records), batch):
+                importer.write(records[start : start + batch])
+        except BaseException:
+            importer.close()
+            raise
+        return importer.finish()
 
     def counts_by_kind(self) -> dict[str, int]:
         """How many memories of each kind."""

@@ -70,6 +70,9 @@ class EdgeCollection(BaseCollection):
         self.journal = journal
         self.repair_hint = repair_hint
         self._since_checkpoint = 0
+        # Writes between two checkpoints; a bulk import raises it (memory/importing.py): each flush of a
+        # growing shard costs more, and a crash then replays at most this many journal records.
+        self.checkpoint_every = CHECKPOINT_EVERY
         self.purge_policy = purge or PurgePolicy()
         policy = self.purge_policy
         self._engine_purge = DebouncedJob(
@@ -168,7 +171,7 @@ class EdgeCollection(BaseCollection):
         # A purge waiting for the collection to be idle waits idle_s from this write on.
         self._engine_purge.touch()
         self._since_checkpoint += changes
-        if self._since_checkpoint >= CHECKPOINT_EVERY:
+        if self._since_checkpoint >= self.checkpoint_every:
             self.persist()
 
     def persist(self) -> None:
