@@ -351,7 +351,9 @@ def test_demo_runs_every_step_on_a_temporary_root(
     assert report["memory_count"] == 6
     assert report["events"]["memory:stored"] == 7
     assert report["searches"][3]["results"][0]["content"].startswith("CI now runs on Buildkite")
-    assert [lookup["hit"] for lookup in report["plans"]["lookups"]] == [True, False]
+    assert [lookup["answer"] for lookup in report["plans"]["lookups"]] == ["hit", "candidate"]
+    near_miss = report["plans"]["lookups"][1]["candidates"][0]
+    assert any("production" in d and "staging" in d for d in near_miss["differences"]), near_miss["differences"]
     assert [w["merged"] for w in report["cache"]["written"]] == [False, False, False, True]
     assert report["cache"]["pack"]["token_count"] <= 200
 

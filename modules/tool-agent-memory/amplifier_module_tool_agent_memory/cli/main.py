@@ -350,7 +350,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             progress.total = total
 
         lines = export_lines(
-            rt.memory(),
+            rt.memory,
             lambda: journal_memory_service(rt.store(), rt.embedder(), rt.config.memory),
             lambda message: print(f"{PROG}: warning: {message}", file=sys.stderr),
             model_id=rt.store().model_id if args.with_vectors else None,

@@ -492,7 +492,7 @@ def vector_block(model_id: str, names: Sequence[str], vectors: Mapping[str, Sequ
 
 
 def export_lines(
-    service: MemoryService,
+    open_service: Callable[[], MemoryService],
     journal_service: Callable[[], MemoryService | None],
     warn: Callable[[str], None],
     *,
@@ -503,8 +503,9 @@ def export_lines(
     """Every memory as one JSON line (no newline), from the engine, and from the journal for whatever
     the engine cannot read. With ``model_id`` each line carries its vectors, made by that model.
 
-    ``journal_service`` builds a service over the journal alone (None when the store keeps none);
-    ``warn`` is told when the engine could not be read.
+    ``open_service`` opens the memory service (called inside, since opening a damaged collection is
+    itself what fails); ``journal_service`` builds a service over the journal alone (None when the
+    store keeps none); ``warn`` is told when the engine could not be read.
     """
     kind = KINDS[MEMORY]
     with_vectors = model_id is not None
@@ -521,6 +522,7 @@ def export_lines(
 
     written: set[str] = set()
     try:
+        service = open_service()
         if set_total is not None:
             set_total(service.coll.count())
         for record_id, text in lines(service.export_points(batch, with_vectors)):
