@@ -167,10 +167,10 @@ def _store_facts(make_runtime: Callable[..., AgentMemory]) -> None:
 
 
 def _points(make_runtime: Callable[..., AgentMemory], identity: str) -> dict[str, tuple[str, Any]]:
-    import qdrant_edge as qe
+    from amplifier_module_tool_agent_memory.store.query import Scroll
 
     rt = make_runtime(identity)
-    points, _ = rt.memory().coll.scroll(qe.ScrollRequest(limit=100, with_payload=True, with_vector=True))
+    points, _ = rt.memory().coll.scroll(Scroll(limit=100, with_vector=True))
     rt.close()
     return {p.payload["content"]: (p.id, p.vector) for p in points}
 

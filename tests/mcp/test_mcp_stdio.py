@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from mcp import ClientSession, stdio_client
 from mcp.shared.exceptions import MCPError
-from mcp_helpers import comparable, events_in, scenario, server_params
+from mcp_helpers import SECRET, comparable, events_in, scenario, server_params
 
 from amplifier_module_tool_agent_memory.amplifier.tools import build_tools
 from amplifier_module_tool_agent_memory.cli.mcp import EVENT_LOGGER, event_line
@@ -118,6 +118,11 @@ async def test_every_tool_answers_over_stdio_as_in_amplifier(
     amplifier_answers = await _amplifier_run(make_runtime("alice"))
     for step, (mcp_ok, mcp_body), (amp_ok, amp_body) in zip(steps, mcp_answers, amplifier_answers, strict=True):
         assert (mcp_ok, comparable(mcp_body)) == (amp_ok, comparable(amp_body)), step.label
+
+    # The secret was redacted from what was stored, and appears in no answer, error or log line.
+    stored = dict(zip([s.label for s in steps], mcp_answers, strict=True))["secret"][1]
+    assert stored["redacted"] == {"content": ["openai_api_key"]}
+    assert SECRET not in json.dumps(mcp_answers) and SECRET not in stderr_path.read_text()
 
     # Wrong input names the field.
     errors = {step.label: body["message"] for step, (ok, body) in zip(steps, mcp_answers, strict=True) if not ok}

@@ -95,9 +95,9 @@ async def test_looking_at_working_memory_touches_nothing(served: Served) -> None
 
 
 def _all_items() -> Any:
-    import qdrant_edge as qe
+    from amplifier_module_tool_agent_memory.store.query import Scroll
 
-    return qe.ScrollRequest(limit=100, with_payload=True)
+    return Scroll(limit=100)
 
 
 async def test_plans_page_lists_and_opens_a_plan(served: Served) -> None:

@@ -29,6 +29,7 @@ from ..embeddings.providers import Embedder
 from ..errors import InvalidInput, NotFound
 from ..redaction import redact_fields
 from ..store.contract import DENSE, Collection, CollectionSpec, IndexSpec, iso
+from ..store.query import Match, Order, Range, Scroll, all_of, where
 from ..tokens import count_tokens
 from .calls import CURRENT_CALL, notify
 from .models import (
@@ -144,16 +145,12 @@ class CacheService:
         return st
 
     def _load_scope(self, scope: str) -> ScopeState:
-        import qdrant_edge as qe
-
         st = ScopeState(scope)
-        flt = qe.Filter(must=[qe.FieldCondition("scope", match=qe.MatchValue(scope))])
+        flt = where(scope=scope)
         items: list[tuple[CacheItem, list[float]]] = []
         offset: Any = None
         while True:
-            records, offset = self.coll.scroll(
-                qe.ScrollRequest(offset=offset, limit=512, filter=flt, with_payload=True, with_vector=True)
-            )
+            records, offset = self.coll.scroll(Scroll(offset=offset, limit=512, filter=flt, with_vector=True))
             for rec in records:
                 payload = {**dict(rec.payload or {}), "id": str(rec.id)}
                 vec = (rec.vector or {}).get(DENSE)
@@ -202,38 +199,22 @@ class CacheService:
     # Sweeping expired items
 
     def _earliest_expiry(self) -> datetime:
-        import qdrant_edge as qe
-
-        records, _ = self.coll.scroll(
-            qe.ScrollRequest(
-                limit=1,
-                filter=qe.Filter(must=[qe.FieldCondition("type", match=qe.MatchValue("item"))]),
-                with_payload=True,
-                order_by=qe.OrderBy("ttl_expires_at", direction=qe.Direction.Asc),
-            )
-        )
+        records, _ = self.coll.scroll(Scroll(limit=1, filter=where(type="item"), order=Order("ttl_expires_at")))
         if not records:
             return FAR_FUTURE
         stamp = (records[0].payload or {}).get("ttl_expires_at")
         return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")) if stamp else FAR_FUTURE
 
     def _sweep(self, now: datetime, limit: int | None) -> int:
-        import qdrant_edge as qe
-
         state = _state_of(self.coll)
         if state.next_expiry is not None and now < state.next_expiry:
             return 0
         removed = 0
         drained = False
-        flt = qe.Filter(
-            must=[
-                qe.FieldCondition("type", match=qe.MatchValue("item")),
-                qe.FieldCondition("ttl_expires_at", range=qe.RangeDateTime(lte=iso(now))),
-            ]
-        )
+        flt = all_of(Match("type", "item"), Range("ttl_expires_at", lte=now))
         while limit is None or removed < limit:
             batch = self.config.sweep_batch if limit is None else min(self.config.sweep_batch, limit - removed)
-            records, _ = self.coll.scroll(qe.ScrollRequest(limit=batch, filter=flt, with_payload=True))
+            records, _ = self.coll.scroll(Scroll(limit=batch, filter=flt))
             if records:
                 self._remove_expired(state, [(str(r.id), dict(r.payload or {})) for r in records])
                 removed += len(records)
@@ -247,8 +228,6 @@ class CacheService:
         return removed
 
     def _remove_expired(self, state: _CacheState, records: list[tuple[str, dict[str, Any]]]) -> None:
-        import qdrant_edge as qe
-
         self.coll.delete([rid for rid, _ in records])
         touched_blocks: dict[str, str] = {}
         for rid, payload in records:
@@ -266,7 +245,7 @@ class CacheService:
                     st.remove_block(block_id)
                     emptied.append(block_id)
                 continue
-            remaining = self.coll.count(qe.Filter(must=[qe.FieldCondition("block_id", match=qe.MatchValue(block_id))]))
+            remaining = self.coll.count(where(block_id=block_id))
             stored = self.coll.retrieve([block_id])
             if remaining == 0 and stored and (stored[0].payload or {}).get("status") == "closed":
                 emptied.append(block_id)
@@ -324,14 +303,10 @@ class CacheService:
         return block, new_block
 
     def _evict(self, st: ScopeState) -> None:
-        import qdrant_edge as qe
-
         closed = sorted((b for b in st.blocks.values() if b.status == "closed"), key=lambda b: b.seq)
         while len(closed) > self.config.max_closed_blocks:
             oldest = closed.pop(0)
-            self.coll.delete_by_filter(
-                qe.Filter(must=[qe.FieldCondition("block_id", match=qe.MatchValue(oldest.id))])
-            )
+            self.coll.delete_by_filter(where(block_id=oldest.id))
             self.coll.delete([oldest.id])
             item_ids = st.remove_block(oldest.id)
             notify(
@@ -678,14 +653,10 @@ class CacheService:
 
     def scopes(self, limit: int = 200) -> list[str]:
         """The scopes that have blocks in the store, most recently started first (at most ``limit``)."""
-        import qdrant_edge as qe
-
-        flt = qe.Filter(must=[qe.FieldCondition("type", match=qe.MatchValue("block"))])
         newest: dict[str, str] = {}
         offset: Any = None
         while True:
-            request = qe.ScrollRequest(offset=offset, limit=512, filter=flt, with_payload=True)
-            records, offset = self.coll.scroll(request)
+            records, offset = self.coll.scroll(Scroll(offset=offset, limit=512, filter=where(type="block")))
             for rec in records:
                 payload = dict(rec.payload or {})
                 scope, created = str(payload.get("scope", "")), str(payload.get("created_at", ""))

@@ -29,6 +29,7 @@ from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
@@ -86,6 +87,7 @@ class RecordKind:
     keeps_record_field: bool = False
 
 
+@cache  # looked up for every line: the import machinery costs ~60 us a call
 def _memory_model() -> type[BaseModel]:
     from ..memory.models import MemoryRecord
 
@@ -102,6 +104,7 @@ def _micros(record: Any) -> int:
     return (stamp - _EPOCH) // timedelta(microseconds=1)
 
 
+@cache
 def _plan_model() -> type[BaseModel]:
     from ..plans.models import PlanExportRecord
 
@@ -489,7 +492,7 @@ def vector_block(model_id: str, names: Sequence[str], vectors: Mapping[str, Sequ
 
 
 def export_lines(
-    service: MemoryService,
+    open_service: Callable[[], MemoryService],
     journal_service: Callable[[], MemoryService | None],
     warn: Callable[[str], None],
     *,
@@ -500,8 +503,9 @@ def export_lines(
     """Every memory as one JSON line (no newline), from the engine, and from the journal for whatever
     the engine cannot read. With ``model_id`` each line carries its vectors, made by that model.
 
-    ``journal_service`` builds a service over the journal alone (None when the store keeps none);
-    ``warn`` is told when the engine could not be read.
+    ``open_service`` opens the memory service (called inside, since opening a damaged collection is
+    itself what fails); ``journal_service`` builds a service over the journal alone (None when the
+    store keeps none); ``warn`` is told when the engine could not be read.
     """
     kind = KINDS[MEMORY]
     with_vectors = model_id is not None
@@ -518,6 +522,7 @@ def export_lines(
 
     written: set[str] = set()
     try:
+        service = open_service()
         if set_total is not None:
             set_total(service.coll.count())
         for record_id, text in lines(service.export_points(batch, with_vectors)):

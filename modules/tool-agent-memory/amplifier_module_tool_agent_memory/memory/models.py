@@ -15,8 +15,6 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from ..redaction import length_before_redaction
 from ..validation import ToolInput, check_point_id, parse_timestamp
 
-__all__ = ["check_point_id", "parse_timestamp"]  # re-exported: the cache and plan models import them from here
-
 MemoryKind = Literal["fact", "decision", "note", "preference", "event"]
 MAX_SEARCH_LIMIT = 20
 _DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")

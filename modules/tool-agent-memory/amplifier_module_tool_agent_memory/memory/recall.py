@@ -33,6 +33,7 @@ from ..compare.extract import stem
 from ..compare.lexicon import FUNCTION_WORDS
 from ..config import RecallConfig, RecallGateConfig
 from ..store.contract import DENSE
+from ..store.query import AnyOf, IsEmpty, Order, Scroll, all_of
 from ..tokens import chars_for, count_tokens
 from .chains import SUPERSEDED_BY, current_first
 from .ranking import Hit, hybrid_search
@@ -238,15 +239,11 @@ class Recaller:
 
     def briefing(self) -> list[dict[str, Any]]:
         """The identity's current preferences and decisions, newest first (superseded ones left out)."""
-        import qdrant_edge as qe
-
-        flt = qe.Filter(must=[qe.FieldCondition("kind", match=qe.MatchAny(list(BRIEFING_KINDS))),
-                              qe.IsEmptyCondition(SUPERSEDED_BY)])
+        flt = all_of(AnyOf("kind", list(BRIEFING_KINDS)), IsEmpty(SUPERSEDED_BY))
         # Enough to fill the briefing's budget with short statements; the renderer stops at the budget.
         limit = max(4, self.config.briefing_tokens // 10)
         records, _ = self.memory.coll.scroll(
-            qe.ScrollRequest(limit=limit, filter=flt, with_payload=True,
-                             order_by=qe.OrderBy("created_at", direction=qe.Direction.Desc))
+            Scroll(limit=limit, filter=flt, order=Order("created_at", descending=True))
         )
         return [memory_view(str(r.id), dict(r.payload or {})) for r in records]
 

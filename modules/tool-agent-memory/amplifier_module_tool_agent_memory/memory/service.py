@@ -23,6 +23,8 @@ from ..embeddings.providers import Embedder, Vector
 from ..errors import InvalidInput, NotFound
 from ..redaction import redact_fields
 from ..store.contract import COMPACT_LAYOUT, DENSE, Collection, CollectionSpec, IndexSpec, iso, utc_now
+from ..store.query import AnyOf, Condition, Filter, IsEmpty, Match, Nearest, Order, Range, Scroll, Search, all_of, where
+from ..validation import parse_timestamp
 from .chains import (
     SUPERSEDED_BY,
     SUPERSEDES,
@@ -35,12 +37,12 @@ from .chains import (
     unlink,
 )
 from .importing import MemoryImporter
-from .models import MemoryListInput, MemoryRecord, MemorySearchInput, MemoryStoreInput, RestatedMeta
+from .models import MemoryListInput, MemoryRecord, MemorySearchInput, MemoryStoreInput
 from .payload import content_hash
 from .ranking import CTX, MEMORY_VECTORS, Hit, RetrievalParams, context_text, hybrid_search
+from .record import export_record, full_view, public_view
 from .restated import (
     RESTATED,
-    RESTATED_META,
     add_wording,
     searchable_context,
     take_wording,
@@ -48,7 +50,6 @@ from .restated import (
 
 if TYPE_CHECKING:
     import numpy as np
-    import qdrant_edge
 
 MEMORIES = CollectionSpec(
     "memories",
@@ -92,23 +93,6 @@ NOTE_MERGE_COSINE = 0.95
 CHANGES_REMEMBERED = 4096
 # Near memories a possible_updates answer lists at most (the memories compared with the new one).
 MAX_POSSIBLE_UPDATES = ANNOUNCED_CANDIDATES
-
-
-def public_view(point_id: str, payload: dict[str, Any], score: float | None = None) -> dict[str, Any]:
-    """The compact shape tools return for one memory."""
-    view: dict[str, Any] = {
-        "id": point_id,
-        "content": payload.get("content", ""),
-        "kind": payload.get("kind", "note"),
-        "tags": payload.get("tags", []),
-        "created_at": payload.get("created_at"),
-    }
-    for key in (SUPERSEDES, SUPERSEDED_BY, RESTATED):
-        if payload.get(key):
-            view[key] = payload[key]
-    if score is not None:
-        view["score"] = round(score, 4)
-    return view
 
 
 _BACKGROUND: ThreadPoolExecutor | None = None
@@ -242,16 +226,13 @@ class MemoryService:
 
     def _thread_tail(self) -> tuple[int, str] | None:
         """This thread's last memory, read from the store once (a reopened session continues its thread)."""
-        import qdrant_edge as qe
-
         if not self._tail_loaded:
-            flt = qe.Filter(must=[qe.FieldCondition("thread", match=qe.MatchValue(self.thread))])
             records, _ = self.coll.scroll(
-                qe.ScrollRequest(
+                Scroll(
                     limit=1,
-                    filter=flt,
-                    with_payload=["seq", "content"],
-                    order_by=qe.OrderBy("seq", direction=qe.Direction.Desc),
+                    filter=where(thread=self.thread),
+                    with_payload=("seq", "content"),
+                    order=Order("seq", descending=True),
                 )
             )
             if records:
@@ -261,26 +242,14 @@ class MemoryService:
         return self._tail
 
     def _find_by_hash(self, digest: str) -> str | None:
-        import qdrant_edge as qe
-
-        flt = qe.Filter(must=[qe.FieldCondition("content_hash", match=qe.MatchValue(digest))])
-        records, _ = self.coll.scroll(qe.ScrollRequest(limit=1, filter=flt, with_payload=False))
+        records, _ = self.coll.scroll(Scroll(limit=1, filter=where(content_hash=digest), with_payload=False))
         return str(records[0].id) if records else None
 
     def _nearest_same_kind(self, vec: list[float], kind: str, limit: int) -> list[tuple[Member, float, list[float]]]:
         """The ``limit`` stored memories of ``kind`` nearest to ``vec``: (memory, cosine, its dense vector), nearest
         first."""
-        import qdrant_edge as qe
-
-        flt = qe.Filter(must=[qe.FieldCondition("kind", match=qe.MatchValue(kind))])
         points = self.coll.query(
-            qe.QueryRequest(
-                limit=limit,
-                query=qe.Query.Nearest(vec, using=DENSE),
-                filter=flt,
-                with_payload=True,
-                with_vector=[DENSE],
-            )
+            Search(Nearest(vec, using=DENSE), limit=limit, filter=where(kind=kind), with_vector=(DENSE,))
         )
         found = []
         for p in points:
@@ -481,26 +450,17 @@ class MemoryService:
             memory_id, created=True, redacted=report or None, superseded=superseded, possible_updates=possible
         )
 
-    def _filter(self, inp: MemorySearchInput) -> qdrant_edge.Filter | None:
-        import qdrant_edge as qe
-
-        must: list[Any] = []
+    def _filter(self, inp: MemorySearchInput) -> Filter | None:
+        must: list[Condition] = []
         if inp.kind:
-            must.append(qe.FieldCondition("kind", match=qe.MatchValue(inp.kind)))
+            must.append(Match("kind", inp.kind))
         if inp.tags:
-            must.append(qe.FieldCondition("tags", match=qe.MatchAny(list(inp.tags))))
+            must.append(AnyOf("tags", inp.tags))
         if inp.files:
-            must.append(qe.FieldCondition("files", match=qe.MatchAny(list(inp.files))))
+            must.append(AnyOf("files", inp.files))
         if inp.since or inp.until:
-            must.append(
-                qe.FieldCondition(
-                    "created_at",
-                    range=qe.RangeDateTime(
-                        gte=iso(inp.since) if inp.since else None, lte=iso(inp.until) if inp.until else None
-                    ),
-                )
-            )
-        return qe.Filter(must=must) if must else None
+            must.append(Range("created_at", gte=inp.since, lte=inp.until))
+        return all_of(*must)
 
     def search(self, inp: MemorySearchInput) -> list[dict[str, Any]]:
         """Hybrid search; compact results, best first."""
@@ -707,13 +667,7 @@ class MemoryService:
 
     @staticmethod
     def _full(point_id: str, payload: dict[str, Any]) -> dict[str, Any]:
-        view = public_view(point_id, payload)
-        view.update(
-            importance=payload.get("importance", 0.5),
-            files=payload.get("files", []),
-            updated_at=payload.get("updated_at"),
-        )
-        return view
+        return full_view(point_id, payload)
 
     def forget(self, memory_id: str) -> dict[str, Any]:
         """Delete one memory; return what was deleted.
@@ -721,8 +675,6 @@ class MemoryService:
         The next memory of its thread carries the deleted text in its context window, so
         that window is rebuilt without it: a forgotten memory leaves no trace in search.
         """
-        import qdrant_edge as qe
-
         with self.coll.lock:
             records = self.coll.retrieve([memory_id])
             if not records:
@@ -734,13 +686,7 @@ class MemoryService:
             thread, seq = payload.get("thread"), payload.get("seq")
             if thread is None or not isinstance(seq, int):
                 return deleted
-            flt = qe.Filter(
-                must=[
-                    qe.FieldCondition("thread", match=qe.MatchValue(thread)),
-                    qe.FieldCondition("seq", match=qe.MatchValue(seq + 1)),
-                ]
-            )
-            successors, _ = self.coll.scroll(qe.ScrollRequest(limit=1, filter=flt, with_payload=True))
+            successors, _ = self.coll.scroll(Scroll(limit=1, filter=where(thread=thread, seq=seq + 1)))
             for record in successors:
                 after = dict(record.payload or {})
                 content = str(after.get("content", ""))
@@ -755,48 +701,31 @@ class MemoryService:
 
     def list(self, inp: MemoryListInput) -> dict[str, Any]:
         """Newest first; ``next_before`` pages on."""
-        import qdrant_edge as qe
-
-        must: list[Any] = []
+        must: list[Condition] = []
         if inp.kind:
-            must.append(qe.FieldCondition("kind", match=qe.MatchValue(inp.kind)))
+            must.append(Match("kind", inp.kind))
         if inp.tags:
-            must.append(qe.FieldCondition("tags", match=qe.MatchAny(list(inp.tags))))
+            must.append(AnyOf("tags", inp.tags))
         if inp.files:
-            must.append(qe.FieldCondition("files", match=qe.MatchAny(list(inp.files))))
+            must.append(AnyOf("files", inp.files))
         if inp.before or inp.since or inp.until:
-            must.append(
-                qe.FieldCondition(
-                    "created_at",
-                    range=qe.RangeDateTime(
-                        lt=iso(inp.before) if inp.before else None,
-                        gte=iso(inp.since) if inp.since else None,
-                        lte=iso(inp.until) if inp.until else None,
-                    ),
-                )
-            )
+            must.append(Range("created_at", lt=inp.before, gte=inp.since, lte=inp.until))
         if not inp.include_superseded:
-            must.append(qe.IsEmptyCondition(SUPERSEDED_BY))
+            must.append(IsEmpty(SUPERSEDED_BY))
         records, _ = self.coll.scroll(
-            qe.ScrollRequest(
-                limit=inp.limit,
-                filter=qe.Filter(must=must) if must else None,
-                with_payload=True,
-                order_by=qe.OrderBy("created_at", direction=qe.Direction.Desc),
-            )
+            Scroll(limit=inp.limit, filter=all_of(*must), order=Order("created_at", descending=True))
         )
         items = [self._full(str(r.id), dict(r.payload or {})) for r in records]
         next_before = items[-1]["created_at"] if len(items) == inp.limit else None
         if next_before is not None:
             # The next page starts strictly before next_before, so a page must not end inside a group
             # of memories created at the same instant (an import, a fixed clock): take the whole group.
-            ties = [*must, qe.FieldCondition("created_at", range=qe.RangeDateTime(gte=next_before, lte=next_before))]
+            at = parse_timestamp(next_before)
+            ties = all_of(*must, Range("created_at", gte=at, lte=at))
             group: list[Any] = []
             offset: Any = None
             while True:
-                batch, offset = self.coll.scroll(
-                    qe.ScrollRequest(offset=offset, limit=256, filter=qe.Filter(must=ties), with_payload=True)
-                )
+                batch, offset = self.coll.scroll(Scroll(offset=offset, limit=256, filter=ties))
                 group.extend(batch)
                 if offset is None:
                     break
@@ -813,28 +742,11 @@ class MemoryService:
         self, batch: int = 256, with_vectors: bool = False
     ) -> Iterator[tuple[MemoryRecord, dict[str, Vector] | None]]:
         """Every memory and, with ``with_vectors``, its stored vectors by name (else None)."""
-        import qdrant_edge as qe
-
         offset: Any = None
         while True:
-            request = qe.ScrollRequest(offset=offset, limit=batch, with_payload=True, with_vector=with_vectors)
-            records, offset = self.coll.scroll(request)
+            records, offset = self.coll.scroll(Scroll(offset=offset, limit=batch, with_vector=with_vectors))
             for r in records:
-                p = dict(r.payload or {})
-                record = MemoryRecord(
-                    id=str(r.id),
-                    content=p["content"],
-                    kind=p.get("kind", "note"),
-                    tags=p.get("tags", []),
-                    importance=p.get("importance", 0.5),
-                    files=p.get("files", []),
-                    created_at=p["created_at"],
-                    updated_at=p.get("updated_at"),
-                    supersedes=p.get(SUPERSEDES),
-                    superseded_by=p.get(SUPERSEDED_BY),
-                    restated=p.get(RESTATED, []),
-                    restated_meta=[RestatedMeta.model_validate(m) for m in p.get(RESTATED_META, [])],
-                )
+                record = export_record(str(r.id), dict(r.payload or {}))
                 yield record, (dict(r.vector) if with_vectors and r.vector else None)
             if offset is None:
                 return
@@ -852,11 +764,6 @@ class MemoryService:
 
     def counts_by_kind(self) -> dict[str, int]:
         """How many memories of each kind."""
-        import qdrant_edge as qe
-
         from .models import MEMORY_KINDS
 
-        return {
-            kind: self.coll.count(qe.Filter(must=[qe.FieldCondition("kind", match=qe.MatchValue(kind))]))
-            for kind in MEMORY_KINDS
-        }
+        return {kind: self.coll.count(where(kind=kind)) for kind in MEMORY_KINDS}

@@ -11,9 +11,9 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator
 
-from ..memory.models import check_point_id, parse_timestamp
 from ..redaction import names_in, redact, redact_json
-from ..validation import ToolInput
+from ..store.contract import iso
+from ..validation import ToolInput, check_point_id, parse_timestamp
 
 MAX_PROMPT_CHARS = 2_000
 MAX_STEPS = 50
@@ -178,6 +178,11 @@ class PlanRewardInput(_Input):
         return value
 
 
+# A plan's payload also carries its status, the keyword plan_lookup filters fresh plans by.
+FRESH = "fresh"
+STALE = "stale"
+
+
 class PlanRecord(BaseModel):
     """A stored plan (the point's payload, minus the signature the matcher keeps beside it)."""
 
@@ -205,6 +210,14 @@ class PlanRecord(BaseModel):
     def _iso(cls, value: object) -> datetime | None:
         return None if value is None else parse_timestamp(value)
 
+    def to_payload(self) -> dict[str, Any]:
+        """The plan's payload as stored: times as RFC 3339 UTC (what the datetime index parses), and its status."""
+        payload = self.model_dump(mode="json")
+        for key in ("created_at", "updated_at", "last_used_at", "rewarded_at"):
+            value = getattr(self, key)
+            payload[key] = iso(value) if value is not None else None
+        payload["status"] = STALE if self.stale else FRESH
+        return payload
 
 class PlanExportRecord(PlanRecord):
     """One plan as ``agent-memory export`` writes it (a line beside the memories) and import reads it."""

@@ -22,10 +22,10 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..compare import Action, Assessment, Judge, assess, certify
 from ..config import PlanConfig
@@ -33,7 +33,10 @@ from ..embeddings.providers import Embedder
 from ..errors import NotFound
 from ..redaction import redact_text
 from ..store.contract import DENSE, Collection, CollectionSpec, IndexSpec, iso, utc_now
+from ..store.query import Nearest, Scroll, Search, where
 from .models import (
+    FRESH,
+    STALE,
     PlanExportRecord,
     PlanListInput,
     PlanLookupInput,
@@ -42,9 +45,6 @@ from .models import (
     PlanStoreInput,
     redact_plan,
 )
-
-if TYPE_CHECKING:
-    import qdrant_edge
 
 logger = logging.getLogger(__name__)
 
@@ -66,8 +66,6 @@ _PLAN_NAMESPACE = uuid.UUID("6f1d9c7e-3b8a-5c1e-9f42-0a7d5e2b8c31")
 # A store that leaves this many vectors unindexed builds the index before it returns.
 INDEX_AFTER_UNINDEXED = 5_000
 INDEX_CHECK_EVERY = 500
-FRESH = "fresh"
-STALE = "stale"
 HIT_NEXT = (
     "The stored request is certified the same as yours (same words and values in the same places): replay "
     "these actions, then report the outcome with plan_reward(plan_id, success)."
@@ -331,22 +329,11 @@ class PlanService:
 
     @staticmethod
     def _payload(record: PlanRecord) -> dict[str, Any]:
-        payload = record.model_dump(mode="json")
-        for key in ("created_at", "updated_at", "last_used_at", "rewarded_at"):
-            value = getattr(record, key)
-            payload[key] = iso(value) if value is not None else None
-        payload["status"] = STALE if record.stale else FRESH
-        return payload
+        return record.to_payload()
 
     def _nearest(self, vec: list[float], limit: int, only_fresh: bool) -> list[Any]:
-        import qdrant_edge as qe
-
-        flt: qdrant_edge.Filter | None = (
-            qe.Filter(must=[qe.FieldCondition("status", match=qe.MatchValue(FRESH))]) if only_fresh else None
-        )
-        return self.coll.query(
-            qe.QueryRequest(limit=limit, query=qe.Query.Nearest(vec, using=DENSE), filter=flt, with_payload=True)
-        )
+        flt = where(status=FRESH) if only_fresh else None
+        return self.coll.query(Search(Nearest(vec, using=DENSE), limit=limit, filter=flt))
 
     def _assess(self, query: str, points: list[Any], floor: float, judge: Judge | None) -> list[Candidate]:
         out = []
@@ -485,15 +472,7 @@ class PlanService:
         return uses
 
     def _all(self) -> list[tuple[str, dict[str, Any]]]:
-        import qdrant_edge as qe
-
-        out: list[tuple[str, dict[str, Any]]] = []
-        offset: Any = None
-        while True:
-            batch, offset = self.coll.scroll(qe.ScrollRequest(offset=offset, limit=256, with_payload=True))
-            out += [(str(r.id), dict(r.payload or {})) for r in batch]
-            if offset is None:
-                return out
+        return list(stored_plans(self.coll))
 
     def list_plans(self, inp: PlanListInput) -> dict[str, Any]:
         """Stored plans, most recently updated first: id, prompt, steps, score, counts, stale (actions: plan_get)."""
@@ -553,9 +532,27 @@ class PlanService:
 
     def count(self, stale: bool | None = None) -> int:
         """How many plans (all, or only the stale / fresh ones)."""
-        import qdrant_edge as qe
-
         if stale is None:
             return self.coll.count()
-        status = STALE if stale else FRESH
-        return self.coll.count(qe.Filter(must=[qe.FieldCondition("status", match=qe.MatchValue(status))]))
+        return self.coll.count(where(status=STALE if stale else FRESH))
+
+    def restore_plans(
+        self, plans: Sequence[tuple[str, dict[str, Any]]], observer: Callable[[int], None] | None = None
+    ) -> None:
+        """Write plans read from another store as they were, each embedded from its prompt as :meth:`store` does."""
+        vectors = self.embedder.embed_documents([str(payload.get("prompt", "")) for _, payload in plans])
+        self.coll.observer = observer
+        try:
+            self.coll.upsert([(pid, vec, payload) for (pid, payload), vec in zip(plans, vectors, strict=True)])
+        finally:
+            self.coll.observer = None
+
+
+def stored_plans(coll: Collection, batch: int = 256) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every plan of a plan collection as stored: (id, payload), for moving plans to another store (``reindex``)."""
+    offset: Any = None
+    while True:
+        page, offset = coll.scroll(Scroll(offset=offset, limit=batch))
+        yield from ((str(p.id), dict(p.payload or {})) for p in page)
+        if offset is None:
+            return

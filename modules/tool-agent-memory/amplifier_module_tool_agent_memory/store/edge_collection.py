@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import AgentMemoryError, StoreDamagedError
 from .contract import DENSE, BaseCollection, NamedPoint, StoredPoint
+from .edge_query import to_filter, to_query_request, to_scroll_request
 from .edge_settings import vacuums
 from .journal import CHECKPOINT_EVERY, Journal
 from .purge import DebouncedJob, PurgePolicy
+from .query import Filter, Scroll, Search
 from .space import DiskGate, allocated_bytes
 
 if TYPE_CHECKING:
@@ -136,18 +138,19 @@ class EdgeCollection(BaseCollection):
             for p in self.shard.retrieve(list[Any](point_ids), with_payload=True, with_vector=with_vector)
         ]
 
-    def _engine_query(self, request: qdrant_edge.QueryRequest) -> list[StoredPoint]:
-        return [stored_point(p) for p in self.shard.query(request)]
+    def _engine_query(self, search: Search) -> list[StoredPoint]:
+        return [stored_point(p) for p in self.shard.query(to_query_request(search))]
 
-    def _engine_scroll(self, request: qdrant_edge.ScrollRequest) -> tuple[list[StoredPoint], Any]:
-        records, next_offset = self.shard.scroll(request)
+    def _engine_scroll(self, scroll: Scroll) -> tuple[list[StoredPoint], Any]:
+        records, next_offset = self.shard.scroll(to_scroll_request(scroll))
         return [stored_point(p) for p in records], next_offset
 
-    def count(self, flt: qdrant_edge.Filter | None = None) -> int:
+    def count(self, flt: Filter | None = None) -> int:
         """Exact number of points (matching ``flt``)."""
         import qdrant_edge as qe
 
-        return int(self._read(lambda: self.shard.count(qe.CountRequest(filter=flt, exact=True))))
+        request = qe.CountRequest(filter=to_filter(flt), exact=True)
+        return int(self._read(lambda: self.shard.count(request)))
 
     def unindexed_count(self) -> int:
         """Points whose vectors are not in the HNSW index yet (searched by brute force)."""
