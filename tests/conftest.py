@@ -208,3 +208,15 @@ def purge_timer() -> ManualTimer:
     ``rt.purge_timing = {"clock": purge_timer, "background": False}`` and run what is due with
     ``EdgeCollection.run_engine_purge_if_due()``: no test waits for a window of real time."""
     return ManualTimer()
+
+
+@pytest.fixture
+def make_cache(make_runtime: Callable[..., AgentMemory], clock: Any) -> Callable[..., Any]:
+    """Cache services on the test's manual ``clock``: ``make_cache(identity="alice", **cache_config)``
+    (cache_helpers.cache_service as a fixture; the helper module stays importable)."""
+    from cache_helpers import cache_service
+
+    def factory(identity: str = "alice", **cache: Any) -> Any:
+        return cache_service(make_runtime, clock, identity=identity, **cache)
+
+    return factory
