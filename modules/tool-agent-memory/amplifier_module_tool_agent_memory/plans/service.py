@@ -359,11 +359,18 @@ class PlanService:
         if self.judge is not None and not any(c.hit for c in candidates):
             candidates = self._assess(prompt, points, self.config.candidate_floor, self.judge)
         hits = sorted((c for c in candidates if c.hit), key=lambda c: (not c.assessment.certified, -c.cosine))
+        # A plan a concurrent reward made stale (or a forget deleted) after the search is neither a hit nor a
+        # candidate: offering it would let a later plan_reward count a use of a plan that was never replayed.
+        gone: set[str] = set()
         for cand in hits:
             hit = self._take(cand)
             if hit is not None:
                 return LookupOutcome(hit, [])
-        offered = sorted((c for c in candidates if c.offered or c.hit), key=lambda c: (-c.cosine, -c.score))
+            gone.add(cand.plan_id)
+        offered = sorted(
+            (c for c in candidates if (c.offered or c.hit) and c.plan_id not in gone),
+            key=lambda c: (-c.cosine, -c.score),
+        )
         for cand in offered:
             self._offered[cand.plan_id] = None
         while len(self._offered) > 256:
