@@ -18,8 +18,8 @@ from .config import MemoryConfig, parse_config
 from .errors import AgentMemoryError, ConfigError, IdentityError
 from .identity import ResolvedIdentity, resolve_identity
 from .store.contract import Store, utc_now
-from .store.edge import IdentityStore, acquire_store, release_store
 from .store.purge import PurgePolicy
+from .store.sharing import SharedStore, acquire_shared_store, release_shared_store
 
 if TYPE_CHECKING:
     from .cache.service import CacheService
@@ -148,13 +148,14 @@ class AgentMemory:
                     )
                 else:
                     storage = self.config.storage
-                    self._store = acquire_store(
+                    self._store = acquire_shared_store(
                         self.config.resolved_root(),
                         identity.name,
                         embedder.model_id,
                         embedder.dim,
                         adopt_recorded_model=self.adopt_recorded_model,
                         purge=PurgePolicy(storage.purge_prompt_max_points, storage.purge_idle_seconds),
+                        wait_s=storage.owner_wait_seconds,
                     )
                 logger.info(
                     "memory store opened",
@@ -241,8 +242,8 @@ class AgentMemory:
         with self._lock:
             self._closed = True
             self._services.clear()
-            if isinstance(self._store, IdentityStore):
-                release_store(self._store)
+            if isinstance(self._store, SharedStore):
+                release_shared_store(self._store)
             elif self._store is not None:
                 from .store.server import ServerStore, release_server_store
 

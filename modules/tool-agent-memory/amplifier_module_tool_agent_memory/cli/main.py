@@ -450,7 +450,8 @@ def _journal_export(rt: AgentMemory) -> Iterator[Any]:
     from ..memory.service import MEMORIES, MemoryService
     from ..store.edge import IdentityStore, JournalView
 
-    store = rt.store()
+    # The journal is read here only by the process that owns the store (a sharing client has no engine files open).
+    store = getattr(rt.store(), "local_store", None)
     if not isinstance(store, IdentityStore):
         return
     journal = store.journal_only(MEMORIES)
