@@ -29,7 +29,7 @@ from ..config import DEFAULT_STORAGE_ROOT, ROOT_ENV, MemoryConfig, parse_config
 from ..errors import AgentMemoryError, ConfigError, IdentityError, InvalidInput
 from ..identity import DEFAULT_IDENTITY, IDENTITY_ENV, ResolvedIdentity, validate_identity
 from ..redaction import redact_text
-from ..validation import MAX_DEPTH, describe_validation_error, input_rule_error, json_shape_problem
+from ..validation import describe_validation_error
 from .config_file import CliError, load_config_file
 
 if TYPE_CHECKING:
@@ -41,7 +41,6 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 # Errors that mean "the command was wrong" rather than "the operation failed".
 _USAGE_ERRORS: tuple[type[AgentMemoryError], ...] = (IdentityError, InvalidInput, ConfigError)
-_MAX_IMPORT_ERRORS_SHOWN = 10
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -401,6 +400,7 @@ def _output_stream(path: str | None) -> Iterator[IO[str]]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from ..maintenance.transfer import export_memories, journal_memory_service
     from .progress import Progress, wanted
 
     count = 0
@@ -411,7 +411,17 @@ def cmd_export(args: argparse.Namespace) -> int:
         identity = rt.identity_name
         # Progress only when the memories go to a file: on a terminal they are the output.
         progress = Progress("exported", enabled=wanted(args.json) and bool(args.out) and args.out != "-")
-        for record in _export_records(rt, progress):
+
+        def set_total(total: int) -> None:
+            progress.total = total
+
+        records = export_memories(
+            rt.memory(),
+            lambda: journal_memory_service(rt.store(), rt.embedder(), rt.config.memory),
+            lambda message: print(f"{PROG}: warning: {message}", file=sys.stderr),
+            set_total,
+        )
+        for record in records:
             out.write(record.model_dump_json() + "\n")
             count += 1
             progress.advance()
@@ -423,40 +433,6 @@ def cmd_export(args: argparse.Namespace) -> int:
         else:
             print(f"exported {count} memories of identity {identity} to {summary['path']}")
     return EXIT_OK
-
-
-def _export_records(rt: AgentMemory, progress: Any = None) -> Iterator[Any]:
-    """Every memory, from the engine, and from the journal for whatever the engine cannot read."""
-    from ..errors import StoreDamagedError
-
-    written: set[str] = set()
-    try:
-        service = rt.memory()
-        if progress is not None:
-            progress.total = service.coll.count()
-        for record in service.export():
-            written.add(record.id)
-            yield record
-    except StoreDamagedError as exc:
-        print(f"{PROG}: warning: {exc}; reading the rest from the journal", file=sys.stderr)
-        for record in _journal_export(rt):
-            if record.id not in written:
-                written.add(record.id)
-                yield record
-
-
-def _journal_export(rt: AgentMemory) -> Iterator[Any]:
-    """The memories as the journal has them (the engine could not read them all)."""
-    from ..memory.service import MEMORIES, MemoryService
-    from ..store.edge import IdentityStore, JournalView
-
-    # The journal is read here only by the process that owns the store (a sharing client has no engine files open).
-    store = getattr(rt.store(), "local_store", None)
-    if not isinstance(store, IdentityStore):
-        return
-    journal = store.journal_only(MEMORIES)
-    service = MemoryService(JournalView(MEMORIES.name, journal), rt.embedder(), rt.config.memory, thread="cli")
-    yield from service.export()
 
 
 def _read_for_reindex(
@@ -599,65 +575,11 @@ def cmd_repair(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _read_lines(path: str) -> list[str]:
-    if path == "-":
-        return sys.stdin.read().splitlines()
-    try:
-        return Path(path).expanduser().read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise CliError(f"{path} is not UTF-8 text: {exc}") from exc
-
-
-def parse_import_lines(lines: Sequence[str], source: str) -> tuple[list[Any], int]:
-    """Validate every line as a MemoryRecord; raise naming each bad line. Returns (records, duplicate ids)."""
-    from ..memory.models import MemoryRecord
-
-    by_id: dict[str, MemoryRecord] = {}
-    errors: list[str] = []
-    total = 0
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        total += 1
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            errors.append(f"line {number}: not valid JSON ({exc.msg} at column {exc.colno})")
-            continue
-        except RecursionError:
-            errors.append(f"line {number}: nests deeper than {MAX_DEPTH} levels")
-            continue
-        if not isinstance(data, dict):
-            errors.append(f"line {number}: must be a JSON object, got {type(data).__name__}")
-            continue
-        problem = json_shape_problem(data)
-        if problem is not None:
-            errors.append(f"line {number}: {describe_validation_error(input_rule_error('record', *problem))}")
-            continue
-        try:
-            record = MemoryRecord.model_validate(data)
-        except ValidationError as exc:
-            errors.append(f"line {number}: {describe_validation_error(exc)}")
-            continue
-        # Idempotent on id: a later line with the same id replaces the earlier one.
-        by_id.pop(record.id, None)
-        by_id[record.id] = record
-    if errors:
-        shown = "; ".join(errors[:_MAX_IMPORT_ERRORS_SHOWN])
-        more = f" (and {len(errors) - _MAX_IMPORT_ERRORS_SHOWN} more)" if len(errors) > _MAX_IMPORT_ERRORS_SHOWN else ""
-        raise CliError(
-            f"{source}: {len(errors)} of {total} lines are invalid, nothing was imported: {shown}{more}"
-        )
-    return list(by_id.values()), total - len(by_id)
-
-
 def cmd_import(args: argparse.Namespace) -> int:
+    from ..maintenance.transfer import import_memories, parse_import_lines, read_lines
+
     source = "standard input" if args.file == "-" else args.file
-    records, repeated = parse_import_lines(_read_lines(args.file), source)
-    # Oldest first, so the store's write order (seq) follows creation whatever order the file has.
-    records.sort(key=lambda record: record.created_at)
+    records, repeated = parse_import_lines(read_lines(args.file), source)
     result: dict[str, Any] = {"read": len(records) + repeated, "repeated_ids": repeated, "dry_run": args.dry_run}
     if args.dry_run:
         result["imported"] = 0
@@ -666,14 +588,10 @@ def cmd_import(args: argparse.Namespace) -> int:
         from .progress import Progress, wanted
 
         with open_runtime(args) as rt:
-            batch = rt.config.embeddings.batch_size
-            service = rt.memory()
             progress = Progress("imported", total=len(records), enabled=wanted(args.json))
-            service.coll.observer = progress.advance
             try:
-                result.update(service.import_records(records, batch=batch))
+                result.update(import_memories(rt.memory(), records, rt.config.embeddings.batch_size, progress.advance))
             finally:
-                service.coll.observer = None
                 progress.finish()
             result["identity"] = rt.identity_name
     if args.json:

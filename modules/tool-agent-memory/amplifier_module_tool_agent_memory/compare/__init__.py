@@ -1,4 +1,8 @@
-"""The one comparison of two short texts (issue 9): same, changed (naming what differs) or different.
+"""Comparing two short texts. Certify or ask (issue 16): ``certify`` (same or not: strict), ``describe`` (what
+differs, for the agent) and ``assess`` (the one policy of when memory, cache and plans act alone).
+
+The older ``Comparator`` (issue 9) still answers same, changed (naming what differs) or different for
+long-term memory's restatements and updates.
 
 Used by long-term memory dedup, working-memory cache dedup and plan lookup alike::
 
@@ -10,24 +14,34 @@ Used by long-term memory dedup, working-memory cache dedup and plan lookup alike
 """
 
 from .announce import announced_update, announces_change, says_a_change
+from .certify import Certificate, certify
 from .comparator import Comparator, CompareSettings
+from .describe import describe
+from .policy import Action, Assessment, Judge, assess
 from .subject import another_subject, subject_positions
 from .types import DIFFERENCE_KINDS, Comparison, Difference, Verdict
 from .wordnet import Relation, WordNet, default_wordnet
 
 __all__ = [
     "DIFFERENCE_KINDS",
+    "Action",
+    "Assessment",
+    "Certificate",
     "Comparator",
     "CompareSettings",
     "Comparison",
     "Difference",
+    "Judge",
     "Relation",
     "Verdict",
     "WordNet",
     "announced_update",
     "announces_change",
     "another_subject",
+    "assess",
+    "certify",
     "default_wordnet",
+    "describe",
     "says_a_change",
     "subject_positions",
 ]

@@ -255,6 +255,7 @@ def read(text: str) -> Reading:
         elif kind == "time":
             add_slot("time", _minutes(raw), raw)
         elif kind == "path":
+            raw = raw.rstrip(".") or raw  # a full stop after a path ends the sentence ("... /api/projects/{id}.")
             add_slot("path", raw.lower().rstrip("/") or "/", raw)
         elif kind == "version":
             add_slot("version", raw.lower().lstrip("v"), raw)

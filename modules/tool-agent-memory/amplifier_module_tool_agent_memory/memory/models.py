@@ -1,6 +1,6 @@
 """Pydantic models at the edges: long-term memory tool inputs and the stored record.
 
-Each input model is also the tool's JSON Schema (see ``tools/base.py``), so what the
+Each input model is also the tool's JSON Schema (see ``tools/spec.py``), so what the
 LLM is told and what is enforced cannot drift apart.
 """
 

@@ -1,6 +1,6 @@
 """Pydantic models at the plan cache's edges: the plan_* tool inputs and the stored plan.
 
-Each input model is also the tool's JSON Schema (see ``tools/base.py``).
+Each input model is also the tool's JSON Schema (see ``tools/spec.py``).
 """
 
 from __future__ import annotations

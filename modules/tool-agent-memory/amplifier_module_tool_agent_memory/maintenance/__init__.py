@@ -1,0 +1,1 @@
+"""Work on a whole store, outside the tool calls: moving memories in and out (``transfer``)."""

@@ -1,0 +1,72 @@
+"""What one tool is (:class:`ToolSpec`) and what its handler answers (:class:`Outcome`).
+
+Nothing here knows a host: the Amplifier and MCP faces both read the same specs.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from .outputs import ANY_ANSWER
+
+if TYPE_CHECKING:
+    from ..runtime import AgentMemory
+
+
+@dataclass
+class Outcome:
+    """A handler's answer: the tool output and the event fields (ids, counts)."""
+
+    output: dict[str, Any]
+    event: dict[str, Any] = field(default_factory=dict)
+    # The tool's event name by default; a handler whose event depends on the answer (plan:hit / plan:miss) sets it.
+    event_name: str | None = None
+    # Further events the call caused (e.g. plan:stale after a reward), emitted after the main one.
+    extra_events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+
+Handler = Callable[["AgentMemory", Any], Outcome]
+
+
+@functools.cache
+def compact_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON Schema without titles: sent to the LLM on every request, so keep it small."""
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k != "title"}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    schema = strip(model.model_json_schema())
+    schema.pop("description", None)
+    return dict(schema)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool: its name, the description the model reads, its input model, its handler and its event.
+
+    ``handler`` validates nothing itself (the input model did) and runs in a worker thread: it calls a
+    service and shapes the result. ``event`` is emitted after every successful call unless the handler
+    names another one (:attr:`Outcome.event_name`). ``output_schema`` describes a successful answer
+    (``tools/outputs.py``; MCP sends it as the tool's ``outputSchema``).
+    """
+
+    name: str
+    description: str
+    input_model: type[BaseModel]
+    handler: Handler
+    event: str
+    output_schema: dict[str, Any] = field(default_factory=lambda: ANY_ANSWER)
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        """The input model's JSON Schema, built on first read and shared by every face and mount."""
+        return compact_schema(self.input_model)
