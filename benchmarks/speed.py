@@ -480,7 +480,7 @@ def _engine_latencies(svc: Any, texts: list[str]) -> dict[str, float]:
     import qdrant_edge as qe
 
     from amplifier_module_tool_agent_memory.memory.ranking import hybrid_search
-    from amplifier_module_tool_agent_memory.store.edge import DENSE
+    from amplifier_module_tool_agent_memory.store.contract import DENSE
 
     vecs = [svc.embedder.embed_query(t) for t in texts]
     depth = getattr(svc.params, "prefetch_limit", 50)
@@ -522,7 +522,7 @@ def _filtered_recall(svc: Any, texts: list[str]) -> dict[str, Any]:
     """
     import qdrant_edge as qe
 
-    from amplifier_module_tool_agent_memory.store.edge import DENSE, iso
+    from amplifier_module_tool_agent_memory.store.contract import DENSE, iso
 
     def top10(vec: list[float], flt: Any, params: Any = None) -> set[str]:
         request = qe.QueryRequest(limit=10, query=qe.Query.Nearest(vec, using=DENSE), filter=flt, params=params)

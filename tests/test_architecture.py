@@ -16,7 +16,7 @@ import amplifier_module_tool_agent_memory as agent_memory
 PKG = agent_memory.__name__
 PKG_DIR = Path(agent_memory.__file__).parent
 SERVICES = ("memory", "cache", "plans", "store", "embeddings", "compare")
-HEAVY = ("qdrant_client", "qdrant_edge", "fastembed", "openai", "onnx", "onnxruntime", "numpy")
+HEAVY = ("qdrant_client", "qdrant_edge", "fastembed", "openai", "onnx", "onnxruntime", "numpy", "mcp")
 
 
 def _module_name(path: Path) -> str:
@@ -121,6 +121,27 @@ def test_only_the_amplifier_glue_and_the_demo_host_import_amplifier_core() -> No
     )
     assert importers
     assert [name for name in importers if not name.startswith(allowed)] == []
+
+
+def test_only_the_mcp_face_and_its_command_import_the_mcp_sdk() -> None:
+    # The SDK is an optional extra: nothing an Amplifier install runs may need it.
+    allowed = (f"{PKG}.mcp_server", f"{PKG}.cli.mcp")
+    importers = sorted(
+        _module_name(path)
+        for path in PKG_DIR.rglob("*.py")
+        if any(dep.split(".")[0] == "mcp" for dep in _imports(path))
+    )
+    assert importers
+    assert [name for name in importers if not name.startswith(allowed)] == []
+
+
+def test_the_tool_table_knows_no_host() -> None:
+    hosts = ("amplifier_core", "mcp", f"{PKG}.amplifier", f"{PKG}.mcp_server", f"{PKG}.cli")
+    offenders = {
+        _module_name(path): sorted(d for d in _imports(path) if d.split(".")[0] in hosts[:2] or d.startswith(hosts[2:]))
+        for path in (PKG_DIR / "tools").rglob("*.py")
+    }
+    assert {name: deps for name, deps in offenders.items() if deps} == {}
 
 
 def test_importing_and_mounting_the_package_loads_no_heavy_library() -> None:

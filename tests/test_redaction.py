@@ -275,6 +275,11 @@ CASES: dict[str, tuple[str, str, str]] = {
         "S3cret!pw",
         "pass the --password option to be prompted",
     ),
+    "mysql_password": (
+        "mysql -u root -hdb.internal -pKq7Zp2Lm9x app_db < dump.sql",
+        "Kq7Zp2Lm9x",
+        "mysql -u root -p app_db (prompts); mkdir -p /var/lib/mysql; docker run -p 3306:3306 mysql",
+    ),
     "secret_in_prose": (
         "for the record my password is Tr0ub4dor&3 on the laptop",
         "Tr0ub4dor&3",

@@ -22,7 +22,8 @@ from amplifier_module_tool_agent_memory.identity import IDENTITY_ENV, ResolvedId
 from amplifier_module_tool_agent_memory.memory.models import MemoryStoreInput
 from amplifier_module_tool_agent_memory.plans.models import PlanStoreInput
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
-from amplifier_module_tool_agent_memory.store.edge import LOCK_FILE, STORE_META, open_store_count, utc_now
+from amplifier_module_tool_agent_memory.store.contract import utc_now
+from amplifier_module_tool_agent_memory.store.edge import LOCK_FILE, STORE_META, open_store_count
 
 Run = Callable[..., tuple[int, str, str]]
 

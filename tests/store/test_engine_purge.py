@@ -23,7 +23,7 @@ from amplifier_module_tool_agent_memory.plans.models import PlanStoreInput
 from amplifier_module_tool_agent_memory.plans.service import PLANS
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 from amplifier_module_tool_agent_memory.store.contract import CollectionSpec
-from amplifier_module_tool_agent_memory.store.edge import EdgeCollection
+from amplifier_module_tool_agent_memory.store.edge_collection import EdgeCollection
 from amplifier_module_tool_agent_memory.store.purge import DebouncedJob
 
 pytestmark = pytest.mark.reliability

@@ -27,7 +27,7 @@ from amplifier_module_tool_agent_memory.memory.models import MemoryStoreInput
 from amplifier_module_tool_agent_memory.memory.service import MEMORIES
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 from amplifier_module_tool_agent_memory.store import server as server_storage
-from amplifier_module_tool_agent_memory.store.edge import IndexSpec
+from amplifier_module_tool_agent_memory.store.contract import IndexSpec
 from amplifier_module_tool_agent_memory.store.server import (
     acquire_server_store,
     open_server_store_count,

@@ -25,7 +25,7 @@ import builtins
 import keyword
 import logging
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,17 +56,30 @@ class SecretPattern:
     # for in those runs only, which ordinary prose hardly has.
     within_runs: bool = False
 
-    def matches(self, text: str, lower: str, runs: str | None = None) -> Iterator[re.Match[str]]:
-        """The regex's matches in ``text`` (``lower`` is ``text.lower()``, position for position;
-        ``runs`` the lower-cased long runs of token characters, see :func:`token_runs`)."""
+    def spans(self, text: str, lower: str, runs: str | None = None) -> list[tuple[int, int]]:
+        """The spans of ``text`` to replace, in order (``lower`` is ``text.lower()``, position for
+        position; ``runs`` the lower-cased long runs of token characters, see :func:`token_runs`).
+
+        A match that holds no secret does not hide the text it spans: the search goes on from
+        the next position, so ``password_note: password=<secret>`` (a first match on the label,
+        refused) still finds the assignment inside it.
+        """
         where = (runs if runs is not None else token_runs(text)) if self.within_runs else lower
         if self.within_runs and not where:
-            return
+            return []
         if self.hints and not any(hint in where for hint in self.hints):
-            return
+            return []
+        found: list[tuple[int, int]] = []
         if self.start_of is None:
-            yield from self.regex.finditer(text)
-            return
+            at = 0
+            while at <= len(text) and (match := self.regex.search(text, at)) is not None:
+                span = self.secret_span(match)
+                if span is None:
+                    at = match.start() + 1
+                    continue
+                found.append(span)
+                at = max(match.end(), match.start() + 1)
+            return found
         starts: set[int] = set()
         for hint in self.hints:
             at = lower.find(hint)
@@ -78,9 +91,26 @@ class SecretPattern:
             if start < covered:
                 continue
             match = self.regex.match(text, start)
-            if match is not None:
+            if match is None:
+                continue
+            span = self.secret_span(match)
+            if span is not None:
                 covered = match.end()
-                yield match
+                found.append(span)
+        return found
+
+    def secret_span(self, match: re.Match[str]) -> tuple[int, int] | None:
+        """The span to replace for one match, or None when the match holds no secret."""
+        value = match.group(self.group)
+        if value is None or _MARKER_START in value:
+            return None
+        if self.accept is not None and not self.accept(match):
+            return None
+        start, end = match.span(self.group)
+        if self.group != 0:
+            width = _quote_width(value)  # keep the quotes: JSON and YAML stay well formed
+            start, end = start + width, end - width
+        return start, end
 
 
 # ---------------------------------------------------------------------------------------
@@ -158,12 +188,23 @@ def _not_a_placeholder(value: str) -> bool:
     return bool(value) and not _PLACEHOLDER.match(value) and not value.startswith(_MARKER_START)
 
 
+def _quote_width(value: str) -> int:
+    """How many characters quote ``value`` on each side: 1 (``"x"``, ``'x'``, ```x```), 2 for a
+    JSON-escaped quote (``\\"x\\"``: JSON written inside a JSON string, as plan arguments carry it), else 0."""
+    if len(value) >= 4 and value.startswith('\\"') and value.endswith('\\"'):
+        return 2
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'`":
+        return 1
+    return 0
+
+
 def _unquoted(value: str) -> bool:
-    return not (len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'`")
+    return _quote_width(value) == 0
 
 
 def _inner(value: str) -> str:
-    return value if _unquoted(value) else value[1:-1]
+    width = _quote_width(value)
+    return value[width:len(value) - width]
 
 
 def _code_continues(match: re.Match[str], group: str) -> bool:
@@ -227,8 +268,11 @@ def _assignment_holds_secret(match: re.Match[str]) -> bool:
     if not _NAME_ENDS_WITH_CREDENTIAL.search(name) and not _secret_like(inner, joiners="'\u2019-_"):
         # Named only by ``*_KEY`` (FOREIGN_KEY=user_id): weaker evidence, so the value must look like a key.
         return False
-    if match.group("quoted_name") is not None and inner.isidentifier() and not inner.isdigit():
-        return False  # {"token": make_token}: a quoted key with a bare name is code (JSON has no bare words)
+    quoted_key = match.group("quoted_name") is not None and any(q in match.group("close") for q in "\"'`")
+    if quoted_key and inner.isidentifier() and not inner.isdigit():
+        # {"token": make_token}: a quoted key with a bare name is code (JSON has no bare words). An
+        # assignment a quote only opens (``export X='DB_PASSWORD=abc'``) is shell, not a key.
+        return False
     sep = match.group("sep")
     if sep.strip() == ":" and _word_like(inner):
         # ``Password: see the vault`` is prose about a password; ``password: hunter2`` is one.
@@ -263,6 +307,11 @@ def _flag_holds_secret(match: re.Match[str]) -> bool:
     return _not_a_placeholder(inner) and ((not _unquoted(value) and bool(inner)) or _secret_like(inner))
 
 
+def _mysql_password_holds_secret(match: re.Match[str]) -> bool:
+    """Whatever follows ``-p`` is the password, unless it is a placeholder (``-p$MYSQL_PWD``)."""
+    return _not_a_placeholder(_inner(match.group("value")))
+
+
 def _authorization_holds_secret(match: re.Match[str]) -> bool:
     scheme = (match.group("scheme") or "").strip().lower()
     value = match.group("cred")
@@ -274,8 +323,9 @@ def _authorization_holds_secret(match: re.Match[str]) -> bool:
 
 
 def _quoted_or(body: str) -> str:
-    """A value: double-, single- or back-quoted (spaces allowed), else ``body``."""
-    return r"(?:\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|`[^`\n]*`|" + body + r")"
+    """A value: JSON-escaped-quoted (``\\"...\\"``), double-, single- or back-quoted (spaces allowed),
+    else ``body``."""
+    return r"(?:\\\"(?:(?!\\\")[^\n])*\\\"|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|`[^`\n]*`|" + body + r")"
 
 
 _CREDENTIAL_HINTS = ("pass", "pwd", "pw", "secret", "token", "key", "credential", "connection")
@@ -333,6 +383,7 @@ _HINTS: dict[str, tuple[str, ...]] = {
     "password_assignment": _CREDENTIAL_HINTS,
     "secret_flag": ("-pass", "-pwd", "-token", "-secret", "-api", "-access", "-auth"),
     "secret_in_prose": ("pass", "pwd", "key", "token", "secret"),
+    "mysql_password": ("mysql", "mariadb"),
 }
 
 
@@ -343,7 +394,7 @@ _SHAPE_RULES = frozenset(
     name for name in _HINTS if name not in {
         "private_key", "azure_storage_key", "azure_sas_signature", "bearer_token", "basic_auth",
         "authorization_header", "url_credentials", "curl_user", "netrc_password", "aws_secret_access_key",
-        "password_assignment", "secret_flag", "secret_in_prose",
+        "password_assignment", "secret_flag", "secret_in_prose", "mysql_password",
     }
 )
 
@@ -469,13 +520,17 @@ PATTERNS: tuple[SecretPattern, ...] = (
        lambda m: _mixed_key_material(m.group(1))),
     # --- context: a credential word names the value ------------------------------------
     _p("password_assignment",
-       r"(?<![\w.\-$])(?P<quoted_name>(?<=[\"'`]))?(?P<name>[A-Za-z_][\w.\-]{0,100})[\"'`*]{0,2}"
+       r"(?<![\w.\-$])(?P<quoted_name>(?<=[\"'`]))?(?P<name>[A-Za-z_][\w.\-]{0,100})(?P<close>(?:\\?[\"'`]|\*){0,2})"
        r"(?P<sep>[ \t]*(?::=|=>|:(?![:/])|=(?!=))[ \t]*)"
        r"(?P<value>" + _quoted_or(r"[^\s\"'`,;<>(){}\[\]]+") + r")",
        "value", _assignment_holds_secret, start_of=_name_start),
     _p("secret_flag",
        r"(?i)(?<![\w\-])--?(?:[a-z0-9]+-)*(?:password|passwd|passphrase|pass|token|secret|api-?key|access-key"
-       r"|auth-token)[ \t]+(?!-)(" + _quoted_or(r"[^\s\"'`]+") + r")", 1, _flag_holds_secret),
+       r"|auth-token)(?:[ \t]+|=)(?!-)(" + _quoted_or(r"[^\s\"'`]+") + r")", 1, _flag_holds_secret),
+    # mysql -pSECRET: the MySQL clients take the password glued to -p (a bare -p prompts for it).
+    _p("mysql_password",
+       r"(?<![\w\-])(?i:mysql\w*|mariadb[\w\-]*)(?:[ \t]+(?!-p)[^\s|;&]+){0,12}?[ \t]+-p(?P<value>"
+       + _quoted_or(r"[^\s\"'`|;&]+") + r")", "value", _mysql_password_holds_secret),
     _p("secret_in_prose",
        r"(?<![A-Za-z0-9_\-])(?i:pass(?:word|phrase|code)|pwd|key|token|secret)(?![A-Za-z0-9_\-])"
        r"(?:[ \t]+(?:for|of|to|on|at|in)(?:[ \t]+[\w@:/\-]+(?:\.[\w@:/\-]+)*){1,3})?"
@@ -492,7 +547,7 @@ def redact(text: str) -> tuple[str, list[str]]:
     # Computed once: a replacement only removes token characters, so these stay a superset (hints only).
     runs = token_runs(text)
     for pattern in PATTERNS:
-        spans = [span for match in pattern.matches(text, lower, runs) if (span := _secret_span(pattern, match))]
+        spans = pattern.spans(text, lower, runs)
         if not spans:
             continue
         marker = REDACTED.format(name=pattern.name)
@@ -511,17 +566,13 @@ def _lower(text: str) -> str:
     return "".join(low if len(low := ch.lower()) == 1 else ch for ch in text)
 
 
-def _secret_span(pattern: SecretPattern, match: re.Match[str]) -> tuple[int, int] | None:
-    """The span to replace for one match, or None when the match holds no secret."""
-    value = match.group(pattern.group)
-    if value is None or _MARKER_START in value:
-        return None
-    if pattern.accept is not None and not pattern.accept(match):
-        return None
-    start, end = match.span(pattern.group)
-    if pattern.group != 0 and not _unquoted(value):
-        start, end = start + 1, end - 1  # keep the quotes: JSON and YAML stay well formed
-    return start, end
+_MARKER = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
+
+
+def length_before_redaction(text: str) -> int:
+    """The length ``text`` had at most before it was redacted, counting each marker as one character
+    (a secret is at least one): limits of what was given still hold for what was stored."""
+    return len(_MARKER.sub("x", text))
 
 
 def redact_text(text: str) -> str:

@@ -19,7 +19,8 @@ from .errors import AgentMemoryError, ConfigError, IdentityError
 from .identity import ResolvedIdentity, resolve_identity
 from .store.contract import Store, utc_now
 from .store.purge import PurgePolicy
-from .store.sharing import SharedStore, acquire_shared_store, release_shared_store
+from .store.registry import release
+from .store.sharing import acquire_shared_store
 
 if TYPE_CHECKING:
     from .cache.service import CacheService
@@ -242,11 +243,6 @@ class AgentMemory:
         with self._lock:
             self._closed = True
             self._services.clear()
-            if isinstance(self._store, SharedStore):
-                release_shared_store(self._store)
-            elif self._store is not None:
-                from .store.server import ServerStore, release_server_store
-
-                if isinstance(self._store, ServerStore):
-                    release_server_store(self._store)
+            if self._store is not None:
+                release(self._store)
             self._store = None

@@ -25,12 +25,14 @@ from typing import IO, TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..config import DEFAULT_STORAGE_ROOT, ROOT_ENV, MemoryConfig, parse_config
+from ..config import DEFAULT_STORAGE_ROOT, ROOT_ENV, MemoryConfig
 from ..errors import AgentMemoryError, ConfigError, IdentityError, InvalidInput
-from ..identity import DEFAULT_IDENTITY, IDENTITY_ENV, ResolvedIdentity, validate_identity
+from ..identity import DEFAULT_IDENTITY, IDENTITY_ENV, validate_identity
 from ..redaction import redact_text
 from ..validation import describe_validation_error
-from .config_file import CliError, load_config_file
+from .config_file import CliError
+from .mcp import register as register_mcp
+from .settings import build_config, open_runtime, read_store_meta, resolve_cli_identity
 
 if TYPE_CHECKING:
     from ..runtime import AgentMemory
@@ -43,71 +45,6 @@ EXIT_USAGE = 2
 _USAGE_ERRORS: tuple[type[AgentMemoryError], ...] = (IdentityError, InvalidInput, ConfigError)
 
 Handler = Callable[[argparse.Namespace], int]
-
-
-def resolve_cli_identity(flag: str | None) -> ResolvedIdentity:
-    """``--identity``, else ``$AMPLIFIER_AGENT_IDENTITY``, else ``default``; validated."""
-    if flag is not None:
-        return ResolvedIdentity(validate_identity(flag), "flag")
-    env = os.environ.get(IDENTITY_ENV)
-    if env:
-        return ResolvedIdentity(validate_identity(env), "env")
-    return ResolvedIdentity(DEFAULT_IDENTITY, "default")
-
-
-def _read_store_meta(store_path: Path) -> dict[str, Any] | None:
-    from ..store.edge import STORE_META
-
-    try:
-        meta = json.loads((store_path / STORE_META).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return meta if isinstance(meta, dict) else None
-
-
-def _embeddings_from_meta(meta: dict[str, Any]) -> dict[str, Any] | None:
-    """The embedding config a store was written with, when its model id says enough to rebuild it."""
-    model_id = str(meta.get("model_id", ""))
-    provider, _, name = model_id.partition(":")
-    if provider == "local":
-        return {"provider": "local"}
-    if provider == "fastembed" and name:
-        return {"provider": "fastembed", "model": name}
-    if provider == "openai" and name:
-        return {"provider": "openai", "model": name, "dimensions": int(meta.get("dim", 0)) or None}
-    return None
-
-
-def build_config(args: argparse.Namespace, identity: str) -> MemoryConfig:
-    """The module config the CLI runs with: ``--config`` file, then ``--root``.
-
-    Without ``--config`` the embedding model is the one the identity's store was written
-    with (from its ``store.json``), so the CLI works on any existing store out of the box.
-    """
-    raw: dict[str, Any] = load_config_file(args.config) if getattr(args, "config", None) is not None else {}
-    if getattr(args, "root", None) is not None:
-        raw["storage_root"] = args.root  # --root '' is refused by the config, not taken for the default
-    config = parse_config(raw)
-    if "embeddings" not in raw:
-        meta = _read_store_meta(config.resolved_root() / identity)
-        embeddings = _embeddings_from_meta(meta) if meta else None
-        if embeddings is not None:
-            config = parse_config({**raw, "embeddings": embeddings})
-    return config
-
-
-@contextmanager
-def open_runtime(args: argparse.Namespace, *, adopt_recorded_model: bool = False) -> Iterator[AgentMemory]:
-    """An :class:`AgentMemory` for the command's identity and root, closed on exit."""
-    from ..runtime import AgentMemory
-
-    identity = resolve_cli_identity(getattr(args, "identity", None))
-    config = build_config(args, identity.name)
-    runtime = AgentMemory(config, identity, session_id="cli", adopt_recorded_model=adopt_recorded_model)
-    try:
-        yield runtime
-    finally:
-        runtime.close()
 
 
 def _validate(model: type[BaseModel], data: dict[str, Any]) -> Any:
@@ -267,7 +204,7 @@ def _cache_counts(service: Any) -> dict[str, int]:
     """Items (and how many of them expired, awaiting ``gc``) and blocks of the working-memory cache."""
     import qdrant_edge as qe
 
-    from ..store.edge import iso, utc_now
+    from ..store.contract import iso, utc_now
 
     def of_type(kind: str, *more: Any) -> Any:
         return qe.Filter(must=[qe.FieldCondition("type", match=qe.MatchValue(kind)), *more])
@@ -287,7 +224,7 @@ def inspect_store(args: argparse.Namespace) -> dict[str, Any]:
     config = build_config(args, identity.name)
     embedded = config.storage.backend == "edge"
     path = config.resolved_root() / identity.name
-    meta = _read_store_meta(path) if embedded else None
+    meta = read_store_meta(path) if embedded else None
     report: dict[str, Any] = {
         "identity": identity.name,
         "identity_source": identity.source,
@@ -445,7 +382,8 @@ def _read_for_reindex(
     from ..errors import StoreDamagedError
     from ..memory.service import MEMORIES, MemoryService
     from ..plans.service import PLANS
-    from ..store.edge import JournalView, acquire_store, release_store
+    from ..store.edge import acquire_store, release_store
+    from ..store.rebuild import JournalView
 
     # Export embeds nothing: the new model's embedder only satisfies the service's constructor.
     embedder = get_embedder(config.embeddings)
@@ -608,7 +546,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
     from ..cache.service import CACHE
     from ..memory.service import MEMORIES
     from ..plans.service import PLANS
-    from ..store.edge import EdgeCollection
+    from ..store.edge_collection import EdgeCollection
 
     identity = resolve_cli_identity(getattr(args, "identity", None))
     config = build_config(args, identity.name)
@@ -745,6 +683,7 @@ def build_parser() -> argparse.ArgumentParser:
         "text from the engine's files now (a purge waiting for an idle collection, or left by a crash)",
     )
     p.add_argument("--limit", type=_positive_int, metavar="N", help="remove at most N items (default all)")
+    register_mcp(add)
     return parser
 
 

@@ -136,7 +136,8 @@ def export_memories(
 def journal_memory_service(store: Store, embedder: Embedder, config: Any) -> MemoryService | None:
     """A memory service reading the journal alone (the engine could not read every memory)."""
     from ..memory.service import MEMORIES, MemoryService
-    from ..store.edge import IdentityStore, JournalView
+    from ..store.edge import IdentityStore
+    from ..store.rebuild import JournalView
 
     # Only the process that owns a shared store has its files open (a sharing client reads through the owner).
     local = getattr(store, "local_store", store)

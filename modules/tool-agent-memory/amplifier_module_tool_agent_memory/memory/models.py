@@ -10,8 +10,9 @@ import re
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
+from ..redaction import length_before_redaction
 from ..validation import ToolInput, check_point_id, parse_timestamp
 
 __all__ = ["check_point_id", "parse_timestamp"]  # re-exported: the cache and plan models import them from here
@@ -23,6 +24,23 @@ MEMORY_KINDS: tuple[str, ...] = ("fact", "decision", "note", "preference", "even
 
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=100, strip_whitespace=True)]
 FilePath = Annotated[str, StringConstraints(min_length=1, max_length=1000, strip_whitespace=True)]
+
+
+def _given_at_most(limit: int) -> AfterValidator:
+    """A stored text's limit: the input's, counted before redaction (a marker is longer than many secrets, so
+    a tag of 100 characters holding one is stored longer; export and import must still accept it)."""
+
+    def check(value: str) -> str:
+        if length_before_redaction(value) > limit:
+            raise ValueError(f"should have at most {limit} characters")
+        return value
+
+    return AfterValidator(check)
+
+
+StoredTag = Annotated[str, StringConstraints(min_length=1, strip_whitespace=True), _given_at_most(100)]
+StoredPath = Annotated[str, StringConstraints(min_length=1, strip_whitespace=True), _given_at_most(1000)]
+StoredContent = Annotated[str, StringConstraints(min_length=1), _given_at_most(10_000)]
 
 
 class _Input(ToolInput):
@@ -140,11 +158,11 @@ class MemoryRecord(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     id: str = Field(..., min_length=1, max_length=64)
-    content: str = Field(..., min_length=1, max_length=10_000)
+    content: StoredContent
     kind: MemoryKind = "note"
-    tags: list[Tag] = Field(default_factory=list, max_length=50)
+    tags: list[StoredTag] = Field(default_factory=list, max_length=50)
     importance: float = Field(0.5, ge=0.0, le=1.0)
-    files: list[FilePath] = Field(default_factory=list, max_length=50)
+    files: list[StoredPath] = Field(default_factory=list, max_length=50)
     created_at: datetime
     updated_at: datetime | None = None
     supersedes: str | None = Field(None, max_length=64)

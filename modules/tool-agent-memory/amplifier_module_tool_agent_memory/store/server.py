@@ -50,6 +50,7 @@ from .contract import (
     open_with_other_model,
     utc_now,
 )
+from .registry import STORES, Registry
 
 if TYPE_CHECKING:
     import qdrant_edge
@@ -591,22 +592,15 @@ class ServerStore:
             self._collections.clear()
 
 
-@dataclass
-class _Client:
-    client: QdrantClient
-    refs: int = 0
+# The server stores' clients, one per server (url, API key, timeout), shared by its stores.
+_CLIENTS = Registry()
 
 
-@dataclass
-class _Entry:
-    store: ServerStore
-    client_key: tuple[str, str | None, float]
-    refs: int = 0
-
-
-_stores: dict[tuple[str, str, str], _Entry] = {}
-_clients: dict[tuple[str, str | None, float], _Client] = {}
-_registry_lock = threading.Lock()
+def _close_client(client: QdrantClient) -> None:
+    try:
+        client.close()
+    except Exception:
+        logger.exception("closing the Qdrant client failed")
 
 
 def acquire_server_store(
@@ -618,58 +612,36 @@ def acquire_server_store(
     """
     if config.url is None:
         raise ConfigError("invalid tool-agent-memory config: field 'storage.url' is required when backend is 'server'")
+    url = config.url
     identity = validate_identity(identity)
-    key = (config.url, config.collection_prefix, identity)
-    client_key = (config.url, config.api_key, config.timeout_s)
-    with _registry_lock:
-        entry = _stores.get(key)
-        if entry is None:
-            shared = _clients.get(client_key)
-            if shared is None:
-                shared = _Client(client_factory(config))
-            store = ServerStore(
-                identity, config.url, config.collection_prefix, model_id, dim, shared.client, adopt_recorded_model
-            )
-            try:
-                store.open()
-            except BaseException:
-                if shared.refs == 0:
-                    shared.client.close()
-                raise
-            _clients[client_key] = shared
-            shared.refs += 1
-            entry = _Entry(store, client_key)
-            _stores[key] = entry
-        elif not adopt_recorded_model and (entry.store.model_id != model_id or entry.store.dim != dim):
-            raise open_with_other_model(identity, entry.store.model_id, entry.store.dim, model_id, dim)
-        entry.refs += 1
-        return entry.store
+    client_key = (url, config.api_key, config.timeout_s)
+
+    def open_store() -> ServerStore:
+        client = _CLIENTS.acquire(client_key, lambda: client_factory(config), _close_client)
+        store = ServerStore(identity, url, config.collection_prefix, model_id, dim, client, adopt_recorded_model)
+        try:
+            store.open()
+        except BaseException:
+            _CLIENTS.release(client)
+            raise
+        return store
+
+    def close_store(store: ServerStore) -> None:
+        store.close()
+        _CLIENTS.release(store.client)
+
+    def reuse(store: ServerStore) -> None:
+        if not adopt_recorded_model and (store.model_id != model_id or store.dim != dim):
+            raise open_with_other_model(identity, store.model_id, store.dim, model_id, dim)
+
+    return STORES.acquire(("server", url, config.collection_prefix, identity), open_store, close_store, reuse)
 
 
 def release_server_store(store: ServerStore) -> None:
     """Drop one reference; the last one forgets the store, and the last store of a server closes its client."""
-    with _registry_lock:
-        key = (store.url, store.prefix, store.identity)
-        entry = _stores.get(key)
-        if entry is None or entry.store is not store:
-            return
-        entry.refs -= 1
-        if entry.refs > 0:
-            return
-        del _stores[key]
-        store.close()
-        shared = _clients.get(entry.client_key)
-        if shared is not None:
-            shared.refs -= 1
-            if shared.refs <= 0:
-                del _clients[entry.client_key]
-                try:
-                    shared.client.close()
-                except Exception:
-                    logger.exception("closing the Qdrant client failed", extra={"url": store.url})
+    STORES.release(store)
 
 
 def open_server_store_count() -> int:
     """How many server stores this process has open (for tests and ``inspect``)."""
-    with _registry_lock:
-        return len(_stores)
+    return STORES.count("server")

@@ -30,10 +30,19 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ModelMismatchError, StoreInUseError
 from ..identity import validate_identity
 from . import edge_wire, wire
-from .contract import BaseCollection, Collection, CollectionSpec, PointInput, StoredPoint, named_vectors
+from .contract import (
+    BaseCollection,
+    Collection,
+    CollectionSpec,
+    PointInput,
+    StoredPoint,
+    named_vectors,
+    open_with_other_model,
+)
 from .edge import IdentityStore, acquire_store, release_store
 from .owner import OwnerServer, connect, read_owner
 from .purge import PurgePolicy
+from .registry import STORES
 from .space import allocated_bytes
 
 if TYPE_CHECKING:
@@ -554,19 +563,6 @@ def _points(found: Any) -> list[StoredPoint]:
     return list(found)
 
 
-# The process's shared stores, one per identity folder (every session of the process uses the same one).
-
-
-@dataclass
-class _Entry:
-    store: SharedStore
-    refs: int = 0
-
-
-_stores: dict[Path, _Entry] = {}
-_stores_lock = threading.Lock()
-
-
 def acquire_shared_store(
     root: Path,
     identity: str,
@@ -577,33 +573,18 @@ def acquire_shared_store(
     purge: PurgePolicy | None = None,
     wait_s: float = OWNER_WAIT_S,
 ) -> SharedStore:
-    """This process's handle of ``root/identity``, shared with every other process of that identity."""
+    """This process's handle of ``root/identity`` (one per process, see :mod:`.registry`), shared with every
+    other process of that identity; the last :func:`.registry.release` hands it over or leaves it."""
     root = root.resolve()
     path = root / validate_identity(identity)
-    with _stores_lock:
-        entry = _stores.get(path)
-        if entry is None:
-            store = SharedStore(
-                root, identity, model_id, dim, adopt_recorded_model=adopt_recorded_model, purge=purge, wait_s=wait_s
-            )
-            entry = _Entry(store)
-            _stores[path] = entry
-        elif not adopt_recorded_model and (entry.store.model_id != model_id or entry.store.dim != dim):
-            from .contract import open_with_other_model
 
-            raise open_with_other_model(identity, entry.store.model_id, entry.store.dim, model_id, dim)
-        entry.refs += 1
-        return entry.store
+    def open_store() -> SharedStore:
+        return SharedStore(
+            root, identity, model_id, dim, adopt_recorded_model=adopt_recorded_model, purge=purge, wait_s=wait_s
+        )
 
+    def reuse(store: SharedStore) -> None:
+        if not adopt_recorded_model and (store.model_id != model_id or store.dim != dim):
+            raise open_with_other_model(identity, store.model_id, store.dim, model_id, dim)
 
-def release_shared_store(store: SharedStore) -> None:
-    """Drop one reference; the last one hands the store over (owner) or leaves it (client)."""
-    with _stores_lock:
-        entry = _stores.get(store.path)
-        if entry is None or entry.store is not store:
-            return
-        entry.refs -= 1
-        if entry.refs > 0:
-            return
-        del _stores[store.path]
-    store.close()
+    return STORES.acquire(("shared", path), open_store, SharedStore.close, reuse)

@@ -1,0 +1,244 @@
+"""One collection of the embedded store: a Qdrant Edge shard behind the shared write and read path.
+
+:class:`EdgeCollection` supplies the engine primitives :class:`~.contract.BaseCollection` asks for,
+checkpoints the journal every few writes, and schedules the purge of the engine's freed pages after a
+forget (Edge's vacuum, see :mod:`.purge`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import AgentMemoryError, StoreDamagedError
+from .contract import DENSE, BaseCollection, NamedPoint, StoredPoint
+from .edge_settings import vacuums
+from .journal import CHECKPOINT_EVERY, Journal
+from .purge import DebouncedJob, PurgePolicy
+from .space import DiskGate, allocated_bytes
+
+if TYPE_CHECKING:
+    import qdrant_edge
+
+logger = logging.getLogger(__name__)
+
+
+def stored_point(point: Any) -> StoredPoint:
+    """An Edge point or record as every store answers it."""
+    return StoredPoint(
+        id=point.id,
+        payload=point.payload,
+        score=float(getattr(point, "score", 0.0) or 0.0),
+        vector=point.vector,
+        order_value=point.order_value,
+    )
+
+
+def vectors_of(point: Any) -> dict[str, list[float]]:
+    """A read point's vectors by name (a plain vector is the ``dense`` one)."""
+    vectors = point.vector if isinstance(point.vector, dict) else {DENSE: point.vector}
+    return {str(k): [float(x) for x in v] for k, v in vectors.items() if v is not None}
+
+
+def _is_panic(exc: BaseException) -> bool:
+    # pyo3 turns a Rust panic into pyo3_runtime.PanicException, a BaseException.
+    return type(exc).__name__ == "PanicException"
+
+
+class EdgeCollection(BaseCollection):
+    """One Qdrant Edge shard, journaled (see :mod:`.journal`) and gated by free space (see :mod:`.space`)."""
+
+    def __init__(
+        self,
+        name: str,
+        shard: qdrant_edge.EdgeShard,
+        vector_count: int = 1,
+        *,
+        path: Path | None = None,
+        gate: DiskGate | None = None,
+        journal: Journal | None = None,
+        repair_hint: str = "run `agent-memory repair`",
+        purge: PurgePolicy | None = None,
+    ) -> None:
+        super().__init__(name, vector_count, gate)
+        self.shard = shard
+        self.path = path
+        self.journal = journal
+        self.repair_hint = repair_hint
+        self._since_checkpoint = 0
+        self.purge_policy = purge or PurgePolicy()
+        policy = self.purge_policy
+        self._engine_purge = DebouncedJob(name, self.purge_engine, policy.quiet_s, policy.max_wait_s, policy.idle_s)
+        # A shard created before the vacuum setting would only build indexes early: it is purged by repair.
+        self.vacuums = path is not None and vacuums(path)
+
+    def _engine_failure(self, exc: BaseException) -> BaseException:
+        if isinstance(exc, AgentMemoryError | KeyboardInterrupt | SystemExit):
+            return exc
+        if _is_panic(exc) or "Failed to decode" in str(exc) or "Service runtime error" in str(exc):
+            return StoreDamagedError(
+                f"the storage engine failed reading collection {self.name!r} ({str(exc)[:200]}); {self.repair_hint}"
+            )
+        return exc
+
+    def _engine_upsert(self, points: list[NamedPoint]) -> None:
+        import qdrant_edge as qe
+
+        self.shard.update(
+            qe.UpdateOperation.upsert_points([qe.Point(pid, dict(vecs), payload) for pid, vecs, payload in points])
+        )
+
+    def _engine_replace(self, points: list[NamedPoint], replaced: list[str]) -> None:
+        import qdrant_edge as qe
+
+        if replaced:
+            # Rewritten in place, a point's old payload pages are freed but not counted as deleted, so no
+            # vacuum would ever rewrite them: deleting it first makes its segment due for one.
+            self.shard.update(qe.UpdateOperation.delete_points(list[Any](replaced)))
+        self._engine_upsert(points)
+
+    def _engine_overwrite_payload(self, point_id: str, payload: dict[str, Any]) -> None:
+        import qdrant_edge as qe
+
+        self.shard.update(qe.UpdateOperation.overwrite_payload([point_id], payload))
+
+    def _engine_rewrite_point(self, point_id: str, payload: dict[str, Any]) -> None:
+        # Overwritten in place, the old payload's pages are freed but never counted as deleted: a neighbour
+        # whose context quoted a forgotten text, in another segment than it, would keep that text. Written
+        # again after a delete, its old copy makes its own segment due for the vacuum.
+        found = self.shard.retrieve([point_id], with_payload=False, with_vector=True)
+        if not found:
+            self._engine_overwrite_payload(point_id, payload)
+            return
+        self._engine_replace([(point_id, vectors_of(found[0]), payload)], [point_id])
+
+    def _engine_update_vector(self, point_id: str, name: str, vector: list[float]) -> None:
+        import qdrant_edge as qe
+
+        self.shard.update(qe.UpdateOperation.update_vectors([qe.PointVectors(point_id, {name: vector})]))
+
+    def _engine_delete(self, point_ids: list[str]) -> None:
+        import qdrant_edge as qe
+
+        self.shard.update(qe.UpdateOperation.delete_points(list[Any](point_ids)))
+
+    def _engine_retrieve(self, point_ids: list[str], with_vector: bool) -> list[StoredPoint]:
+        return [
+            stored_point(p)
+            for p in self.shard.retrieve(list[Any](point_ids), with_payload=True, with_vector=with_vector)
+        ]
+
+    def _engine_query(self, request: qdrant_edge.QueryRequest) -> list[StoredPoint]:
+        return [stored_point(p) for p in self.shard.query(request)]
+
+    def _engine_scroll(self, request: qdrant_edge.ScrollRequest) -> tuple[list[StoredPoint], Any]:
+        records, next_offset = self.shard.scroll(request)
+        return [stored_point(p) for p in records], next_offset
+
+    def count(self, flt: qdrant_edge.Filter | None = None) -> int:
+        """Exact number of points (matching ``flt``)."""
+        import qdrant_edge as qe
+
+        return int(self._read(lambda: self.shard.count(qe.CountRequest(filter=flt, exact=True))))
+
+    def unindexed_count(self) -> int:
+        """Points whose vectors are not in the HNSW index yet (searched by brute force)."""
+        info = self.shard.info()
+        return max(0, int(info.points_count) - int(info.indexed_vectors_count) // max(1, self.vector_count))
+
+    def optimize(self) -> None:
+        """Index every unindexed vector now (blocking: Edge runs no optimizer in the background)."""
+        with self.lock:
+            self.shard.optimize()
+            self.persist()
+
+    def _build_need(self) -> int:
+        # Measured: an index build of 10k memories took the segments from 43 to 86 MB.
+        return 2 * allocated_bytes(self.path / "segments") if self.path is not None else 0
+
+    def _after_write(self, changes: int) -> None:
+        # A purge waiting for the collection to be idle waits idle_s from this write on.
+        self._engine_purge.touch()
+        self._since_checkpoint += changes
+        if self._since_checkpoint >= CHECKPOINT_EVERY:
+            self.persist()
+
+    def persist(self) -> None:
+        """Purge superseded journal records, flush the engine and advance the journal's checkpoint."""
+        with self.lock:
+            if self.journal is not None and not self.journal.read_only:
+                self._purge_pending(compact_all=True)
+            self.shard.flush()
+            if self.journal is not None and not self.journal.read_only:
+                self.journal.checkpoint()
+                # A purge rewrote segments since the index was written: write it again (else the next open reads all).
+                self.journal.write_index()
+            self._since_checkpoint = 0
+
+    @property
+    def engine_purges(self) -> int:
+        """How many background purges of the engine's freed pages have run (tests and ``inspect``)."""
+        return self._engine_purge.runs
+
+    @property
+    def engine_purge_waits_for_idle(self) -> bool:
+        """Whether a purge is due but waits for the collection to be idle (too large to purge promptly)."""
+        return self._engine_purge.waits_for_idle
+
+    def _engine_freed_text(self) -> None:
+        if self.vacuums and self.journal is not None and not self.journal.read_only:
+            # The vacuum rewrites whole segments: its cost follows the points in them (see PurgePolicy).
+            points = int(self.shard.info().points_count)
+            self._engine_purge.request(idle=self.purge_policy.waits_for_idle(points))
+
+    def purge_due(self) -> dict[str, Any]:
+        """Run the engine purge now (``agent-memory gc``): a waiting one, or Edge's vacuum of any segment that
+        still holds deleted points (a session that ended without close); what it did."""
+        if not self.vacuums or self.journal is None or self.journal.read_only:
+            return {"collection": self.name, "purged": False, "reason": "shard without the vacuum setting"}
+        segments = self.path / "segments" if self.path is not None else None
+        before = _segment_names(segments)
+        started = time.perf_counter()
+        if not self._engine_purge.flush():
+            self.purge_engine()
+        seconds = round(time.perf_counter() - started, 3)
+        return {"collection": self.name, "purged": _segment_names(segments) != before, "seconds": seconds}
+
+    def purge_engine(self) -> None:
+        """Rewrite the segments that hold deleted points (Edge's vacuum), so no freed page keeps a forgotten text.
+
+        Run by a background thread a moment after the last forget (see :mod:`.purge`), under the collection
+        lock (writes and index builds wait; searches go on), and by :meth:`close` when one is still due.
+        """
+        with self.lock:
+            started = time.perf_counter()
+            self._read(self.shard.optimize)
+            self.persist()
+            logger.info(
+                "engine purged",
+                extra={"collection": self.name, "ms": round((time.perf_counter() - started) * 1000, 1)},
+            )
+
+    def close(self) -> None:
+        """Purge what a forget left in the engine, then flush and close the shard and its journal."""
+        self._engine_purge.stop()
+        with self.lock:
+            try:
+                if not (self.journal is not None and self.journal.read_only):
+                    self._engine_purge.flush()
+                    self.persist()
+            finally:
+                try:
+                    self.shard.close()
+                finally:
+                    if self.journal is not None:
+                        self.journal.close()
+
+
+def _segment_names(folder: Path | None) -> frozenset[str]:
+    # A vacuum writes the segments it rewrote under new names: a changed set means it rewrote some.
+    if folder is None or not folder.is_dir():
+        return frozenset()
+    return frozenset(p.name for p in folder.iterdir())

@@ -1,0 +1,105 @@
+"""Shard settings of the embedded store: how a collection's spec becomes a Qdrant Edge shard config.
+
+Applied when a shard is created (an existing shard keeps the settings it was created with):
+named dense vectors with their storage tiers and quantization, HNSW, payload index schemas,
+and the vacuum setting that makes a forgotten payload's freed pages rewritten promptly.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .contract import CollectionSpec, IndexSpec, MemoryTier
+
+if TYPE_CHECKING:
+    import qdrant_edge
+
+# Any deleted point makes its segment due for a vacuum (Qdrant's default waits for 20%).
+VACUUM_DELETED_SHARE = 1e-9
+
+
+def tier(memory: MemoryTier | None) -> qdrant_edge.Memory | None:
+    """Qdrant Edge's storage tier of a layout tier (``None``: Qdrant's default)."""
+    import qdrant_edge as qe
+
+    if memory is None:
+        return None
+    return {"pinned": qe.Memory.Pinned, "cached": qe.Memory.Cached, "cold": qe.Memory.Cold}[memory]
+
+
+def index_schema(spec: IndexSpec, memory: MemoryTier | None = None) -> Any:
+    """The Edge payload index params of one index (text: stemmed English BM25)."""
+    import qdrant_edge as qe
+
+    where = tier(memory)
+    if spec.kind == "text":
+        return qe.TextIndexParams(
+            tokenizer=qe.TokenizerType.Word,
+            lowercase=True,
+            stopwords=qe.Language.English,
+            stemmer=qe.SnowballParams(qe.SnowballLanguage.English),
+            scoring=True,
+            memory=where,
+            enable_hnsw=spec.hnsw,
+        )
+    params: dict[str, Any] = {
+        "keyword": qe.KeywordIndexParams,
+        "datetime": qe.DatetimeIndexParams,
+        "float": qe.FloatIndexParams,
+        "integer": qe.IntegerIndexParams,
+        "bool": qe.BoolIndexParams,
+    }
+    return params[spec.kind](memory=where, enable_hnsw=spec.hnsw)
+
+
+def create_index_operation(spec: CollectionSpec, index: IndexSpec) -> Any:
+    """The Edge update that creates one payload index of a collection (with its layout's tier)."""
+    import qdrant_edge as qe
+
+    return qe.UpdateOperation.create_field_index(index.field, index_schema(index, spec.layout.payload_indexes))
+
+
+def edge_config(spec: CollectionSpec, dim: int) -> qdrant_edge.EdgeConfig:
+    """The config a new shard of this collection is created with."""
+    import qdrant_edge as qe
+
+    layout = spec.layout
+    quantization: qdrant_edge.ScalarQuantizationConfig | qdrant_edge.TurboQuantQuantizationConfig | None = None
+    if layout.quantization == "int8":
+        quantization = qe.ScalarQuantizationConfig(
+            type=qe.ScalarType.Int8, quantile=0.99, memory=tier(layout.quantized)
+        )
+    elif layout.quantization is not None:
+        bits = {"turbo4": qe.TurboQuantBitSize.Bits4, "turbo2": qe.TurboQuantBitSize.Bits2}[layout.quantization]
+        quantization = qe.TurboQuantQuantizationConfig(bits=bits, memory=tier(layout.quantized))
+    hnsw = None
+    if layout.hnsw is not None:
+        # Qdrant's defaults for m, ef_construct and full_scan_threshold (KB); only the tier changes.
+        hnsw = qe.HnswIndexConfig(m=16, ef_construct=100, full_scan_threshold=10_000, memory=tier(layout.hnsw))
+    vectors = {
+        name: qe.EdgeVectorParams(
+            size=dim,
+            distance=qe.Distance.Cosine,
+            memory=tier(layout.vectors),
+            quantization_config=quantization,
+            hnsw_config=hnsw,
+        )
+        for name in spec.vectors
+    }
+    # Edge's vacuum rewrites a segment without its deleted points as soon as it holds one (see
+    # EdgeCollection.purge_engine): a forgotten payload's freed pages keep its text until then.
+    optimizers = qe.EdgeOptimizersConfig(deleted_threshold=VACUUM_DELETED_SHARE, vacuum_min_vector_number=1)
+    # No Edge WAL: the journal is the log (and keeps no copy of a forgotten point's text).
+    return qe.EdgeConfig(vectors=vectors, payload_memory=tier(layout.payload), wal_enabled=False, optimizers=optimizers)
+
+
+def vacuums(path: Path) -> bool:
+    """Whether the shard was created with the vacuum setting (older shards get it from ``agent-memory repair``)."""
+    try:
+        optimizers = json.loads((path / "edge_config.json").read_text()).get("optimizers") or {}
+        threshold = optimizers.get("deleted_threshold")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return isinstance(threshold, int | float) and threshold <= VACUUM_DELETED_SHARE
