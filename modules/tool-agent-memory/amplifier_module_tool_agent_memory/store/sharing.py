@@ -111,13 +111,20 @@ class SharedStore:
         self._owner: dict[str, Any] | None = None
         # Bumped each time this process (re)joins the store: a connection or a lock of an older one is void.
         self._generation = 0
-        self._join_lock = threading.Lock()
+        self._join_lock = threading.RLock()
         self._tls = threading.local()
         self._conns: list[_Conn] = []
         self._conns_lock = threading.Lock()
         self._colls: dict[str, SharedCollection] = {}
         self._closed = False
-        self._join(None)
+        self._joined = False
+
+    def join(self) -> None:
+        """Become the owner or a client of the store, once (may wait up to ``wait_s`` for an owner)."""
+        with self._join_lock:
+            if not self._joined:
+                self._join(None)
+                self._joined = True
 
     # The Store protocol
 
@@ -587,4 +594,11 @@ def acquire_shared_store(
         if not adopt_recorded_model and (store.model_id != model_id or store.dim != dim):
             raise open_with_other_model(identity, store.model_id, store.dim, model_id, dim)
 
-    return STORES.acquire(("shared", path), open_store, SharedStore.close, reuse)
+    store = STORES.acquire(("shared", path), open_store, SharedStore.close, reuse)
+    # Joined outside the registry's lock: waiting for an owner must not hold up the process's other stores.
+    try:
+        store.join()
+    except BaseException:
+        STORES.release(store)
+        raise
+    return store
