@@ -11,6 +11,8 @@
 - ``kill``: the same three, then the owner of the store is SIGKILLed, later one of the others;
   every write acknowledged before (by the killed ones too) must be there at the end; prints the
   errors and the longest call while the store changed owners.
+- ``wire``: what the socket adds to the store's own calls at ``--size`` memories: a hybrid search
+  request and a retrieve, timed in the owner, then from a client through it (no embedding).
 - ``latency``: at ``--size`` (10k) memories, per-call latency of ``memory_store`` and
   ``memory_search`` (Amplifier tools, same load) with one process alone, three processes on three
   identities (the same CPU load, nothing shared), three sharing one identity (this design: one
@@ -146,6 +148,38 @@ async def _handover_face(root: Path, identity: str) -> tuple[Any, Any]:
         return None
 
     return call, cleanup
+
+
+def _wire_worker(opts: argparse.Namespace) -> None:
+    """The store's calls alone, no embedding: a hybrid search request and a retrieve of its top 5, timed."""
+    from speed import queries
+
+    from amplifier_module_tool_agent_memory.config import parse_config
+    from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
+    from amplifier_module_tool_agent_memory.memory.ranking import build_request
+    from amplifier_module_tool_agent_memory.runtime import AgentMemory
+
+    log = Log(opts.logs / f"{opts.name}.log")
+    rt = AgentMemory(parse_config({"storage_root": str(opts.root)}), ResolvedIdentity(opts.identity, "config"),
+                     session_id=opts.name)
+    svc = rt.memory()
+    texts = queries(100)
+    vectors = [svc.embedder.embed_query(text) for text in texts]
+    log.put(t="ready", at=time.time(), pid=os.getpid(), owner=bool(getattr(rt.store(), "is_owner", True)))
+    for timed in (False, True):  # the first pass reads the pages in: not timed
+        for text, vec in zip(texts, vectors, strict=True):
+            started = time.perf_counter()
+            hits = svc.coll.query(build_request(text, vec, None, svc.params))
+            query_ms = (time.perf_counter() - started) * 1000
+            started = time.perf_counter()
+            svc.coll.retrieve([str(h.id) for h in hits[:5]])
+            retrieve_ms = (time.perf_counter() - started) * 1000
+            if timed:
+                log.put(t="search", ms=query_ms)
+                log.put(t="retrieve", ms=retrieve_ms)
+    log.put(t="done", at=time.time())
+    time.sleep(opts.seconds)  # an owner stays to serve the other process
+    rt.close()
 
 
 async def _worker(opts: argparse.Namespace) -> None:
@@ -457,9 +491,7 @@ def _copy_store(src: Path, root: Path, identity: str) -> None:
     sparse_copy_tree(src, root / identity, skip=frozenset({".lock", "owner.json", ".sock"}))
 
 
-def phase_latency(opts: argparse.Namespace, work: Path) -> None:
-    print(f"\n== latency at {opts.size:,} memories: building the store ...", flush=True)
-    base = _build_store(opts, work)
+def phase_latency(opts: argparse.Namespace, work: Path, base: Path) -> None:
     variants = ["alone", "separate", "shared"] + ([] if opts.skip_handover else ["handover"])
     results: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
     for round_no in range(opts.rounds):
@@ -494,9 +526,44 @@ def phase_latency(opts: argparse.Namespace, work: Path) -> None:
                  "search p95", "p95 vs alone"], rows)
 
 
+def phase_wire(opts: argparse.Namespace, work: Path, base: Path) -> None:
+    """What the socket adds to a store call: the same requests in the owner, then from a client through it."""
+    root, logs = work / "wire-root", work / "wire-logs"
+    root.mkdir()
+    logs.mkdir()
+    _copy_store(base, root, IDENTITY)
+    owner = _spawn(root, logs, "owner", "wire", 3600, 0, check=False)
+    try:
+        _wait_done(logs, "owner")
+        client = _spawn(root, logs, "client", "wire", 0, 0, check=False)
+        client.wait(timeout=1800)
+    finally:
+        owner.terminate()
+        owner.wait(timeout=120)
+    rows = []
+    for name in ("owner", "client"):
+        records = _records(logs, name)
+        ready = next(r for r in records if r["t"] == "ready")
+        q50, q95 = p50_p95([r["ms"] for r in records if r["t"] == "search"])
+        r50, r95 = p50_p95([r["ms"] for r in records if r["t"] == "retrieve"])
+        where = "in the owner (local)" if ready["owner"] else "from a client, through the owner's socket"
+        rows.append([where, q50, q95, r50, r95])
+    print(f"\n== the store's calls alone at {opts.size:,} memories (hybrid search request, retrieve of 5), 100 each")
+    print_table(["calls", "search p50 ms", "search p95 ms", "retrieve p50 ms", "retrieve p95 ms"], rows)
+
+
+def _wait_done(logs: Path, name: str, timeout_s: float = 900) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if any(r["t"] == "done" for r in _records(logs, name)):
+            return
+        time.sleep(0.5)
+    raise SystemExit(f"{name} did not finish: see {logs}/{name}.err")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--phases", default="share,kill,latency")
+    parser.add_argument("--phases", default="share,kill,wire,latency")
     parser.add_argument("--seconds", type=float, default=60.0, help="length of the share phase")
     parser.add_argument("--kill-seconds", type=float, default=40.0)
     parser.add_argument("--latency-seconds", type=float, default=20.0, help="length of one latency round")
@@ -516,7 +583,10 @@ def main() -> None:
     parser.add_argument("--check", action="store_true", help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.worker:
-        asyncio.run(_worker(opts))
+        if opts.face == "wire":
+            _wire_worker(opts)
+        else:
+            asyncio.run(_worker(opts))
         return
     try:
         import mcp  # noqa: F401
@@ -530,8 +600,13 @@ def main() -> None:
             phase_share(opts, work)
         if "kill" in phases:
             phase_kill(opts, work)
-        if "latency" in phases:
-            phase_latency(opts, work)
+        if "latency" in phases or "wire" in phases:
+            print(f"\n== building a store of {opts.size:,} memories ...", flush=True)
+            base = _build_store(opts, work)
+            if "wire" in phases:
+                phase_wire(opts, work, base)
+            if "latency" in phases:
+                phase_latency(opts, work, base)
     finally:
         if opts.keep:
             print(f"work folder kept: {work}")

@@ -62,7 +62,7 @@ for line in sys.stdin:
                 time.sleep(cmd["seconds"])
             out = {}
         elif op == "cache_write":
-            out = rt.cache().write(CacheWriteInput(content=cmd["content"], scope=cmd["scope"]))
+            out = rt.cache().write(CacheWriteInput(content=cmd["content"], scope=cmd["scope"], kind="fact"))
         elif op == "cache_pack":
             out = rt.cache().pack(CachePackInput(scope=cmd["scope"], token_budget=2000))
         elif op == "owner":

@@ -388,11 +388,13 @@ class SharedStore:
                     local = owned.collection(coll.spec)
                     local.lock.__enter__()
                     state.local = local
-                    return
-                conn = self._connection()
-                self._open_remote(conn, coll)
-                self._send(conn, {"op": "lock", "c": coll.name, "a": {}})
-                state.local = None
+                else:
+                    conn = self._connection()
+                    self._open_remote(conn, coll)
+                    self._send(conn, {"op": "lock", "c": coll.name, "a": {}})
+                    state.local = None
+                # Taken in this role: released in it (a lock taken just after a handover is the new owner's).
+                state.generation = generation
                 return
             except wire.ConnectionLost:
                 self._join(generation)
