@@ -9,7 +9,7 @@ VENDOR ?= $(or $(AGENT_MEMORY_VENDOR_DIR),../shared/vendor)
 ORCHESTRATORS := amplifier-module-loop-basic amplifier-module-loop-streaming
 VENDOR_STAMP := $(VENV)/.orchestrators
 
-.PHONY: install demo test check bench-locomo bench-speed bench-cache bench-plans bench-updates clean
+.PHONY: install browser demo test check bench-locomo bench-speed bench-cache bench-plans bench-updates clean
 
 $(STAMP): modules/tool-agent-memory/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,19 @@ $(VENDOR_STAMP): $(STAMP)
 		echo "SKIP: $(VENDOR) not found: loop-basic and loop-streaming not installed (their tests will skip)"; \
 	fi
 
-install: $(STAMP) $(VENDOR_STAMP)
+# Debian's Chromium for the viewer's browser tests (Playwright drives it; `playwright install` would
+# download a browser from a host this machine cannot reach). Installed when missing and apt-get can
+# (root); otherwise the tests marked `browser` skip, saying so.
+CHROMIUM ?= /usr/bin/chromium
+browser:
+	@if [ -x "$(CHROMIUM)" ]; then :; \
+	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null) \
+		&& echo "installed Debian's chromium for the browser tests" \
+		|| echo "SKIP: could not install chromium: the browser tests will skip"; \
+	else echo "SKIP: no $(CHROMIUM) and no root apt-get: the browser tests will skip"; fi
+
+install: $(STAMP) $(VENDOR_STAMP) browser
 
 demo: install
 	$(BIN)/agent-memory demo

@@ -1,21 +1,24 @@
-"""Plan-cache benchmark: matching quality on the dev cases, and lookup latency at scale.
+"""Plan-cache benchmark: certify or ask (issue 16) on the dev cases, and lookup latency at scale.
 
 Default run (``python benchmarks/plans.py``): for each of ``../shared/data/plan-cache/dev.jsonl``
 and ``dev-multidomain.jsonl``, every ``stored`` prompt is stored through the real ``plan_store``
 tool (module mounted on amplifier-core's MockCoordinator, Qdrant Edge, the local model); every
-positive and negative is looked up through ``plan_lookup`` with the default config. Prints, per
-file and per domain: hit precision (hits returning the right plan / all hits; a ``candidate``
-is not a hit), recall (positives answered with the right plan), near-miss false hits
-(negatives answered with any plan) and the share of ``candidate`` answers.
+rewording (positive), near-miss (negative), trivial rewording (generated: politeness, articles,
+case, punctuation) and each of 50 unrelated requests written here is looked up through
+``plan_lookup`` with the default config. Prints, per file and per domain:
 
-Leave-one-domain-out (dev-multidomain): the comparison's parameters (``CompareSettings``:
-verb hypernyms as the same action, aligned share, rewording/same cosine, subset cosine, framing words)
-are chosen on five domains from a small grid (highest recall with precision >= 0.97, else highest
-precision) and measured on the sixth; the six held-out results are summed. The grid re-judges the three nearest stored
-prompts of each request (cosines from the module's own embedder, as Qdrant computes them)
-with ``Comparator.judge`` and applies plan_lookup's rule to them, so it needs no new store
-per setting. Skips cleanly when the data folder is missing. ``--verbose`` lists wrong hits
-and missed positives.
+* false hits (a hit with another request's plan, or any hit for a near-miss or unrelated request);
+* right hits and right plan offered (a hit, or the first candidate, is the right plan) of rewordings;
+* near-misses answered ``candidate`` with their stored plan among the candidates and at least one named
+  difference that mentions what actually differs (a word or value only one text has, or the order);
+* candidates per candidate answer and the tokens they cost;
+* unrelated requests answered with no candidate; trivial rewordings certified (hits).
+
+The candidate floor (``plans.candidate_floor``) is chosen from the cosines the lookups saw: the highest
+floor that loses no rewording's right plan on the tuning part. Held apart: chosen on dev.jsonl
+and the first 25 unrelated requests, measured on dev-multidomain.jsonl and the other 25; and
+leave-one-domain-out on dev-multidomain. ``--verbose`` lists every false hit, every rewording whose
+plan was not offered and every near-miss without a real named difference.
 
 ``--scale``: stores 10k and then 100k synthetic plans and times ``PlanService.lookup``
 (query embedding included: every query text is new, so the embedding LRU never answers).
@@ -40,7 +43,7 @@ import random
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,7 +52,47 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DATA_DIR, p50_p95, peak_rss_mb, print_table
 
 FILES = ("dev.jsonl", "dev-multidomain.jsonl")
-TARGET_PRECISION = 0.97
+TARGET_OFFERED = 1.0
+FLOORS = tuple(round(0.30 + 0.025 * k, 3) for k in range(17))
+
+UNRELATED = (
+    "What is the weather like in Lisbon tomorrow?", "Tell me a joke about penguins.",
+    "Who won the 1998 football world cup?", "Translate 'good morning' into Japanese.",
+    "How many calories are in a banana?", "Recommend a good science fiction novel.",
+    "What's the capital of Australia?", "Write a haiku about autumn leaves.",
+    "How do I boil an egg so the yolk stays soft?", "Explain the offside rule in football.",
+    "What time is it in Tokyo right now?", "Suggest a name for my new puppy.",
+    "How tall is Mount Kilimanjaro?", "Give me a recipe for vegetarian lasagna.",
+    "What does the word 'serendipity' mean?", "Plan a three-day trip to Rome.",
+    "Summarise the plot of Hamlet in two sentences.", "Is it going to rain this weekend?",
+    "How do I get red wine out of a carpet?", "What are good stretches for lower back pain?",
+    "Who painted the Girl with a Pearl Earring?", "Convert 70 degrees Fahrenheit to Celsius.",
+    "What's a good gift for a ten year old?", "How long should I steep green tea?",
+    "Name three famous jazz trumpeters.", "Why is the sky blue?",
+    "What's the best way to learn to juggle?", "How many players are on a rugby team?",
+    "Write a birthday message for my grandmother.", "What rhymes with orange?",
+    "How do I repot a cactus without getting hurt?", "When is the next full moon?",
+    "What is the population of Canada?", "Suggest a board game for four people.",
+    "How do bees make honey?", "What should I pack for a beach holiday?",
+    "Describe the taste of durian.", "Who wrote Pride and Prejudice?",
+    "How do I tie a bowline knot?", "What is the speed of sound in air?",
+    "Give me a motivational quote for Monday.", "How many bones are in the human body?",
+    "Which wine goes well with salmon?", "What are the rules of chess castling?",
+    "How do I fold a paper crane?", "What's the difference between a frog and a toad?",
+    "Recommend a podcast about history.", "How far is the Moon from Earth?",
+    "What's a polite way to decline a wedding invitation?", "How do I keep basil alive indoors?",
+)
+"""50 requests no plan of the data files answers (written for this benchmark)."""
+
+_ARTICLES = ("the", "a", "an")
+
+
+def trivial_rewordings(prompt: str) -> list[str]:
+    """Rewordings that change nothing: politeness, articles, case, punctuation (inflection: tests/compare)."""
+    bare = prompt.rstrip(".!?")
+    no_articles = " ".join(w for w in bare.split() if w.lower() not in _ARTICLES)
+    return [f"Please {bare[:1].lower()}{bare[1:]}.", f"Could you {bare[:1].lower()}{bare[1:]}?", bare.upper(),
+            f"{bare}!", no_articles, f"{bare}, thanks"]
 
 
 def load_cases(name: str) -> list[dict[str, Any]] | None:
@@ -65,57 +108,50 @@ class Lookup:
 
     case: str
     domain: str
-    positive: bool
+    kind: str
+    """positive, negative, trivial or unrelated."""
     query: str
     answer: str
-    got: str | None
-    offered: str | None = None
-    """The case of the plan returned as a hit or as the candidate to confirm."""
-    nearest: list[tuple[str, str, float]] = field(default_factory=list)
-    """(case id, stored prompt, cosine) of the nearest plans the lookup judged."""
+    hit: str | None
+    """The case of the plan returned as a hit."""
+    offered: list[str] = field(default_factory=list)
+    """The cases of the candidates, nearest first."""
+    tokens: int = 0
+    """Tokens of the candidates the answer carried."""
+    real_difference: bool = False
+    """The candidate of its own case names a difference that mentions what actually differs."""
+    nearest: list[tuple[str, float]] = field(default_factory=list)
+    """(case, cosine) of every stored plan, nearest first (to re-apply other floors)."""
+    certified: set[str] = field(default_factory=set)
+    """Cases whose stored prompt certify() calls the same request."""
 
 
-@dataclass
-class Tally:
-    hits: int = 0
-    right: int = 0
-    positives: int = 0
-    negatives: int = 0
-    false_hits: int = 0
-    candidates: int = 0
-    lookups: int = 0
+def mentions_what_differs(stored: str, asked: str, differences: list[Any]) -> bool:
+    """Some named difference is an order, or names a word or value only one text has."""
+    from amplifier_module_tool_agent_memory.compare.certify import words_in_place
 
-    def add(self, positive: bool, answer: str, correct: bool) -> None:
-        self.lookups += 1
-        self.positives += positive
-        self.negatives += not positive
-        self.candidates += answer == "candidate"
-        if answer == "hit":
-            self.hits += 1
-            self.right += positive and correct
-            self.false_hits += not positive
-
-    @property
-    def precision(self) -> float:
-        return self.right / self.hits if self.hits else 1.0
-
-    @property
-    def recall(self) -> float:
-        return self.right / self.positives if self.positives else 0.0
-
-    def row(self, name: str) -> list[object]:
-        return [name, self.positives, self.negatives, round(self.precision, 3), round(self.recall, 3),
-                f"{self.false_hits}/{self.negatives}", f"{self.candidates / self.lookups:.2f}" if self.lookups else "-"]
+    ua, ub = words_in_place(stored), words_in_place(asked)
+    only = (Counter(u.key for u in ua) - Counter(u.key for u in ub)) + (
+        Counter(u.key for u in ub) - Counter(u.key for u in ua))
+    texts = {u.text.lower() for u in (*ua, *ub) if u.key in only}
+    for d in differences:
+        if d.kind == "order":
+            return True
+        said = f" {d.old or ''} {d.new or ''} ".lower()
+        if any(t in said for t in texts):
+            return True
+    return False
 
 
-HEADERS = ["set", "positives", "negatives", "precision", "recall", "near-miss hits", "candidate share"]
-
-
-async def run_dev(cases: list[dict[str, Any]], config: dict[str, Any], verbose: bool) -> list[Lookup]:
-    """Store every case through plan_store, look up every positive and negative through plan_lookup."""
+async def run_dev(cases: list[dict[str, Any]], config: dict[str, Any]) -> list[Lookup]:
+    """Store every case through plan_store, look up every request through plan_lookup."""
     from amplifier_core.testing import MockCoordinator
 
     import amplifier_module_tool_agent_memory as agent_memory
+    from amplifier_module_tool_agent_memory.compare import certify, describe
+    from amplifier_module_tool_agent_memory.config import EmbeddingConfig
+    from amplifier_module_tool_agent_memory.embeddings import get_embedder
+    from amplifier_module_tool_agent_memory.tokens import count_rendered
 
     out: list[Lookup] = []
     with tempfile.TemporaryDirectory() as root:
@@ -124,11 +160,6 @@ async def run_dev(cases: list[dict[str, Any]], config: dict[str, Any], verbose: 
             coordinator, {"storage_root": root, "agent_identity": "bench-plans", **config}
         )
         tools = coordinator.mount_points["tools"]
-        # The nearest plans each lookup judged, recomputed with the module's own (process-wide) embedder:
-        # the leave-one-domain-out grid re-judges them under other settings.
-        from amplifier_module_tool_agent_memory.config import EmbeddingConfig
-        from amplifier_module_tool_agent_memory.embeddings import get_embedder
-
         embedder = get_embedder(EmbeddingConfig())
         stored_vecs = embedder.embed_documents([case["stored"] for case in cases])
         plan_of: dict[str, str] = {}
@@ -137,28 +168,28 @@ async def run_dev(cases: list[dict[str, Any]], config: dict[str, Any], verbose: 
             assert res.success, res.error
             plan_of[res.output["plan_id"]] = case["id"]
         latencies: list[float] = []
-        for case in cases:
-            for kind in ("positives", "negatives"):
-                for query in case[kind]:
-                    started = time.perf_counter()
-                    res = await tools["plan_lookup"].execute({"prompt": query})
-                    latencies.append((time.perf_counter() - started) * 1000)
-                    assert res.success, res.error
-
-                    o = res.output
-                    answer = o.get("answer", "hit" if o["hit"] else "miss")
-                    got = plan_of[o["plan_id"]] if o["hit"] else None
-                    offered = got or (plan_of[o["candidate"]["plan_id"]] if answer == "candidate" else None)
-                    qv = embedder.embed_query(query)
-                    cosines = [sum(x * y for x, y in zip(qv, sv, strict=True)) for sv in stored_vecs]
-                    scored = sorted(zip(cosines, cases, strict=True), key=lambda pair: -pair[0])[:3]
-                    nearest = [(c["id"], c["stored"], cos) for cos, c in scored]
-                    domain = case.get("domain", "game")
-                    out.append(Lookup(case["id"], domain, kind == "positives", query, answer, got, offered, nearest))
-                    if verbose and ((kind == "positives" and got != case["id"]) or (kind == "negatives" and got)):
-                        why = next((c.get("reason", "") for c in o.get("candidates", [])
-                                    if plan_of[c["plan_id"]] == case["id"]), o.get("reason", ""))
-                        print(f"  [{case['id']} {kind[:3]} {answer}] {query!r}: {why}")
+        queries = [(case, kind, q) for case in cases for kind, key in (("positive", "positives"),
+                   ("negative", "negatives")) for q in case[key]]
+        queries += [(case, "trivial", q) for case in cases for q in trivial_rewordings(case["stored"])]
+        queries += [({"id": "-", "domain": "unrelated", "stored": ""}, "unrelated", q) for q in UNRELATED]
+        for case, kind, query in queries:
+            started = time.perf_counter()
+            res = await tools["plan_lookup"].execute({"prompt": query})
+            latencies.append((time.perf_counter() - started) * 1000)
+            assert res.success, res.error
+            o = res.output
+            offered = [plan_of[c["plan_id"]] for c in o.get("candidates", [])]
+            qv = embedder.embed_query(query)
+            cosines = [sum(x * y for x, y in zip(qv, sv, strict=True)) for sv in stored_vecs]
+            nearest = sorted(((c["id"], cos) for cos, c in zip(cosines, cases, strict=True)), key=lambda p: -p[1])
+            lk = Lookup(case["id"], case.get("domain", "game"), kind, query, o["answer"],
+                        plan_of[o["plan_id"]] if o["hit"] else None, offered,
+                        count_rendered(o["candidates"]) if o.get("candidates") else 0, nearest=nearest,
+                        certified={c["id"] for c in cases if certify(c["stored"], query).same})
+            if kind == "negative":
+                lk.real_difference = mentions_what_differs(case["stored"], query,
+                                                           list(describe(case["stored"], query)))
+            out.append(lk)
         await cleanup()
         del tools, coordinator
         gc.collect()
@@ -167,87 +198,133 @@ async def run_dev(cases: list[dict[str, Any]], config: dict[str, Any], verbose: 
     return out
 
 
-def print_offered(lookups: list[Lookup]) -> None:
-    """How often the agent is shown the right plan at all (a hit, or the candidate it confirms), and how often a
-    near-miss is shown as a candidate (never replayed without the agent's confirmation)."""
-    positives = [lk for lk in lookups if lk.positive]
-    negatives = [lk for lk in lookups if not lk.positive]
-    right = sum(lk.offered == lk.case for lk in positives)
-    shown = sum(lk.answer == "candidate" for lk in negatives)
-    print(f"right plan offered (hit or candidate to confirm): {right} of {len(positives)} rewordings "
-          f"({right / max(1, len(positives)):.2f}); near-misses shown as a candidate: {shown} of {len(negatives)} "
-          f"({shown / max(1, len(negatives)):.2f})")
+def answer_at(lk: Lookup, floor: float, top_k: int = 3) -> tuple[str | None, list[str]]:
+    """(hit case, offered cases) plan_lookup gives at ``floor`` (certification does not depend on it)."""
+    top = lk.nearest[:top_k]
+    hit = next((c for c, _ in top if c in lk.certified), None)
+    if hit is not None:
+        return hit, []
+    return None, [c for c, cos in top if cos >= floor]
 
 
-def tally(lookups: list[Lookup], answer_of: Any = None) -> Tally:
+@dataclass
+class Tally:
+    rewordings: int = 0
+    right_hits: int = 0
+    offered: int = 0
+    false_hits: int = 0
+    near_misses: int = 0
+    named: int = 0
+    unrelated: int = 0
+    unrelated_none: int = 0
+    trivial: int = 0
+    trivial_hits: int = 0
+    answers_with_candidates: int = 0
+    candidates: int = 0
+    tokens: int = 0
+
+    def add(self, lk: Lookup, floor: float | None = None) -> None:
+        hit, offered = (lk.hit, lk.offered) if floor is None else answer_at(lk, floor)
+        first = hit or (offered[0] if offered else None)
+        if hit is not None and (lk.kind in ("negative", "unrelated") or hit != lk.case):
+            self.false_hits += 1
+        if offered:
+            self.answers_with_candidates += 1
+            self.candidates += len(offered)
+            self.tokens += lk.tokens
+        if lk.kind == "positive":
+            self.rewordings += 1
+            self.right_hits += hit == lk.case
+            self.offered += first == lk.case
+        elif lk.kind == "negative":
+            self.near_misses += 1
+            self.named += hit is None and lk.case in offered and lk.real_difference
+        elif lk.kind == "unrelated":
+            self.unrelated += 1
+            self.unrelated_none += hit is None and not offered
+        else:
+            self.trivial += 1
+            self.trivial_hits += hit == lk.case
+
+    def row(self, name: str) -> list[object]:
+        def share(a: int, b: int) -> str:
+            return f"{a / b:.3f}" if b else "-"
+
+        per = self.answers_with_candidates
+        return [name, f"{self.false_hits}", share(self.right_hits, self.rewordings),
+                share(self.offered, self.rewordings), share(self.named, self.near_misses),
+                share(self.unrelated_none, self.unrelated), share(self.trivial_hits, self.trivial),
+                f"{self.candidates / per:.2f}" if per else "-", f"{self.tokens / per:.0f}" if per else "-"]
+
+
+HEADERS = ["set", "false hits", "right hits", "right offered", "near-miss named", "unrelated none",
+           "trivial certified", "cands/answer", "tokens/answer"]
+
+
+def tally(lookups: list[Lookup], floor: float | None = None) -> Tally:
     t = Tally()
     for lk in lookups:
-        answer, got = answer_of(lk) if answer_of else (lk.answer, lk.got)
-        t.add(lk.positive, answer, got == lk.case)
+        t.add(lk, floor)
     return t
 
 
-def rejudge(settings: Any, threshold: float) -> Any:
-    """plan_lookup's rule over the nearest plans a lookup saw, under other comparison settings."""
-    from amplifier_module_tool_agent_memory.compare import Comparator
-    from amplifier_module_tool_agent_memory.config import EmbeddingConfig
-    from amplifier_module_tool_agent_memory.embeddings import get_embedder
-    from amplifier_module_tool_agent_memory.plans.service import to_confirm
-
-    comparator = Comparator(get_embedder(EmbeddingConfig()), settings=settings)
-
-    def answer_of(lk: Lookup) -> tuple[str, str | None]:
-        judged = [(case, cos, comparator.judge(prompt, lk.query, cos)) for case, prompt, cos in lk.nearest]
-        hits = sorted((j for j in judged if j[2].same), key=lambda j: -j[1])
-        if hits:
-            return "hit", hits[0][0]
-        if any(to_confirm(c, cos, threshold) for _, cos, c in judged):
-            return "candidate", None
-        return "miss", None
-
-    return answer_of
+def choose_floor(lookups: list[Lookup]) -> float:
+    """The highest floor that keeps the right-plan-offered share at TARGET_OFFERED or more on ``lookups``."""
+    ok = [f for f in FLOORS if (t := tally(lookups, f)).rewordings and t.offered / t.rewordings >= TARGET_OFFERED]
+    return max(ok) if ok else min(FLOORS)
 
 
-def leave_one_domain_out(lookups: list[Lookup], threshold: float) -> None:
-    """Tune CompareSettings on five domains, measure on the sixth; print each fold and the sum."""
-    from amplifier_module_tool_agent_memory.compare import CompareSettings
+def held_apart(results: dict[str, list[Lookup]]) -> None:
+    """Floors chosen on one part, measured on the other (see the module doc)."""
+    unrelated = [lk for lk in results.get("dev.jsonl", []) if lk.kind == "unrelated"]
+    tune_unrelated = unrelated[:25]
+    print("floor sweep (every file, every request kind; the default config's answers are the rows above):")
+    rows = []
+    everything = [lk for lks in results.values() for lk in lks]
+    for f in FLOORS:
+        rows.append(tally(everything, f).row(f"floor {f}"))
+    print_table(HEADERS, rows)
+    if "dev.jsonl" in results and "dev-multidomain.jsonl" in results:
+        tune = [lk for lk in results["dev.jsonl"] if lk.kind != "unrelated"] + tune_unrelated
+        floor = choose_floor(tune)
+        test = [lk for lk in results["dev-multidomain.jsonl"] if lk.kind != "unrelated"]
+        test += [lk for lk in results["dev-multidomain.jsonl"] if lk.kind == "unrelated"][25:]
+        print(f"held apart: floor chosen on dev.jsonl + 25 unrelated = {floor}; measured on dev-multidomain + the "
+              "other 25 unrelated:")
+        print_table(HEADERS, [tally(tune, floor).row("tuned part"), tally(test, floor).row("held-apart part")])
+    multi = results.get("dev-multidomain.jsonl")
+    if multi:
+        domains = sorted({lk.domain for lk in multi if lk.kind != "unrelated"})
+        rows, total = [], Tally()
+        multi_unrelated = [lk for lk in multi if lk.kind == "unrelated"]
+        for held in domains:
+            tune = [lk for lk in multi if lk.domain not in (held, "unrelated")] + multi_unrelated[:25]
+            floor = choose_floor(tune)
+            test = [lk for lk in multi if lk.domain == held]
+            t = tally(test, floor)
+            rows.append([*t.row(held), floor])
+            for lk in test:
+                total.add(lk, floor)
+        for lk in multi_unrelated[25:]:
+            total.add(lk, min(choose_floor([x for x in multi if x.domain != "unrelated"] + multi_unrelated[:25]),
+                              1.0))
+        rows.append([*total.row("all held out"), ""])
+        print("leave-one-domain-out (floor chosen on the other five domains and 25 unrelated):")
+        print_table([*HEADERS, "floor"], rows)
 
-    grid = [
-        CompareSettings(action_same=act, aligned=al, same_cosine=rc, rewording_cosine=rc, subset_cosine=sc,
-                        framing_words=fw)
-        for act, al, rc, sc, fw in itertools.product(
-            (True, False), (0.5, 0.6, 0.7), (0.7, 0.8), (0.6, 0.7, None), (0, 1)
-        )
-    ]
-    # Every lookup's answer under every setting, once; the folds only add them up.
-    answers = [[judge(lk) for lk in lookups] for judge in (rejudge(s, threshold) for s in grid)]
 
-    def score(k: int, idx: list[int]) -> Tally:
-        t = Tally()
-        for i in idx:
-            answer, got = answers[k][i]
-            t.add(lookups[i].positive, answer, got == lookups[i].case)
-        return t
-
-    domains = sorted({lk.domain for lk in lookups})
-    rows: list[list[object]] = []
-    total = Tally()
-    for held in domains:
-        train = [i for i, lk in enumerate(lookups) if lk.domain != held]
-        test = [i for i, lk in enumerate(lookups) if lk.domain == held]
-        scored = [(score(k, train), k) for k in range(len(grid))]
-        ok = [(t.recall, t.precision, k) for t, k in scored if t.precision >= TARGET_PRECISION]
-        best = max(ok)[2] if ok else max((t.precision, t.recall, k) for t, k in scored)[2]
-        result = score(best, test)
-        s = grid[best]
-        chosen = (f"act {'y' if s.action_same else 'n'} al {s.aligned} cos {s.rewording_cosine} sub {s.subset_cosine}"
-                  f" fr {s.framing_words}")
-        rows.append([*result.row(held), chosen])
-        for name in ("hits", "right", "positives", "negatives", "false_hits", "candidates", "lookups"):
-            setattr(total, name, getattr(total, name) + getattr(result, name))
-    rows.append([*total.row("all held out"), ""])
-    print("leave-one-domain-out (settings chosen on the other five domains):")
-    print_table([*HEADERS, "chosen settings"], rows)
+def print_failures(lookups: list[Lookup]) -> None:
+    for lk in lookups:
+        if lk.hit is not None and (lk.kind in ("negative", "unrelated") or lk.hit != lk.case):
+            print(f"  FALSE HIT [{lk.case} {lk.kind}] {lk.query!r} -> {lk.hit}")
+        elif lk.kind == "positive" and (lk.hit or (lk.offered[0] if lk.offered else None)) != lk.case:
+            print(f"  NOT OFFERED [{lk.case}] {lk.query!r}: {lk.answer} {lk.offered} nearest {lk.nearest[:2]}")
+        elif lk.kind == "negative" and not (lk.case in lk.offered and lk.real_difference):
+            print(f"  NEAR-MISS UNNAMED [{lk.case}] {lk.query!r}: {lk.answer} {lk.offered}")
+        elif lk.kind == "unrelated" and lk.offered:
+            print(f"  UNRELATED OFFERED {lk.query!r}: {lk.offered} nearest {lk.nearest[:1]}")
+        elif lk.kind == "trivial" and lk.hit != lk.case:
+            print(f"  TRIVIAL NOT CERTIFIED [{lk.case}] {lk.query!r}")
 
 
 _VERBS = ("add", "remove", "rename", "fix", "speed up", "slow down", "hide", "show", "move", "resize", "recolor",
@@ -371,35 +448,35 @@ def main() -> int:
     ap.add_argument("--sizes", default="10000,100000", help="store sizes for --scale")
     ap.add_argument("--queries", type=int, default=200, help="timed lookups per size (--scale)")
     ap.add_argument("--base", type=int, default=3000, help="distinct prompts embedded for real (--scale)")
-    ap.add_argument("--threshold", type=float, default=None, help="override plans.similarity_threshold")
-    ap.add_argument("--verbose", action="store_true", help="list wrong hits and missed positives")
+    ap.add_argument("--floor", type=float, default=None, help="override plans.candidate_floor")
+    ap.add_argument("--verbose", action="store_true", help="list every failure")
     args = ap.parse_args()
     if args.scale:
         run_scale([int(s) for s in args.sizes.split(",")], args.queries, args.base)
         return 0
     config: dict[str, Any] = {}
-    if args.threshold is not None:
-        config["plans"] = {"similarity_threshold": args.threshold}
-    from amplifier_module_tool_agent_memory.config import PlanConfig
-
-    threshold = args.threshold if args.threshold is not None else PlanConfig().similarity_threshold
+    if args.floor is not None:
+        config["plans"] = {"candidate_floor": args.floor}
+    results: dict[str, list[Lookup]] = {}
     for name in FILES:
         cases = load_cases(name)
         if cases is None:
             print(f"skipped: the plan-cache dev data is not at {DATA_DIR / 'plan-cache' / name}")
             continue
         print(f"== {name}: {len(cases)} stored plans")
-        lookups = asyncio.run(run_dev(cases, config, args.verbose))
+        lookups = asyncio.run(run_dev(cases, config))
+        results[name] = lookups
         by_domain: dict[str, list[Lookup]] = defaultdict(list)
         for lk in lookups:
             by_domain[lk.domain].append(lk)
         rows = [tally(lookups).row("all")]
-        if len(by_domain) > 1:
+        if len(by_domain) > 2:
             rows += [tally(v).row(k) for k, v in sorted(by_domain.items())]
         print_table(HEADERS, rows)
-        print_offered(lookups)
-        if len(by_domain) > 1:
-            leave_one_domain_out(lookups, threshold)
+        if args.verbose:
+            print_failures(lookups)
+    if results:
+        held_apart(results)
     return 0
 
 

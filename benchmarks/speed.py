@@ -477,10 +477,8 @@ def worker_serve(opts: argparse.Namespace) -> dict[str, Any]:
 
 def _engine_latencies(svc: Any, texts: list[str]) -> dict[str, float]:
     """The store alone, with query vectors already computed (the embedder's LRU cache holds them)."""
-    import qdrant_edge as qe
-
     from amplifier_module_tool_agent_memory.memory.ranking import hybrid_search
-    from amplifier_module_tool_agent_memory.store.contract import DENSE
+    from amplifier_module_tool_agent_memory.store.query import Bm25, Nearest, Search
 
     vecs = [svc.embedder.embed_query(t) for t in texts]
     depth = getattr(svc.params, "prefetch_limit", 50)
@@ -490,11 +488,10 @@ def _engine_latencies(svc: Any, texts: list[str]) -> dict[str, float]:
         hybrid_search(svc.coll, text, vec, LIMIT, None, svc.clock(), svc.params)
         hybrid.append(time.perf_counter() - t)
         t = time.perf_counter()
-        svc.coll.query(qe.QueryRequest(limit=LIMIT, query=qe.Query.Nearest(vec, using=DENSE), with_payload=True))
+        svc.coll.query(Search(Nearest(vec), limit=LIMIT))
         dense.append(time.perf_counter() - t)
         t = time.perf_counter()
-        svc.coll.query(qe.QueryRequest(limit=depth, query=qe.TextQuery("content", text),
-                                       with_payload=False))
+        svc.coll.query(Search(Bm25("content", text), limit=depth, with_payload=False))
         bm25.append(time.perf_counter() - t)
     out = {**_stats("engine", hybrid), **_stats("dense", dense), **_stats("bm25", bm25)}
     dense_search = []
@@ -503,7 +500,7 @@ def _engine_latencies(svc: Any, texts: list[str]) -> dict[str, float]:
         # keeps the embedder's query cache from answering.
         t = time.perf_counter()
         vec = svc.embedder.embed_query(text + " (dense_search)")
-        svc.coll.query(qe.QueryRequest(limit=LIMIT, query=qe.Query.Nearest(vec, using=DENSE), with_payload=True))
+        svc.coll.query(Search(Nearest(vec), limit=LIMIT))
         dense_search.append(time.perf_counter() - t)
     out.update(_stats("dense_search", dense_search))
     out.update(_slim_payload_latencies(svc, texts, vecs))
@@ -520,21 +517,16 @@ def _filtered_recall(svc: Any, texts: list[str]) -> dict[str, Any]:
     below Qdrant's full-scan threshold the payload index answers exactly; above it the HNSW search
     follows the filter, which the created_at payload-aware links keep accurate.
     """
-    import qdrant_edge as qe
+    from amplifier_module_tool_agent_memory.store.query import Nearest, Range, Search, all_of
 
-    from amplifier_module_tool_agent_memory.store.contract import DENSE, iso
-
-    def top10(vec: list[float], flt: Any, params: Any = None) -> set[str]:
-        request = qe.QueryRequest(limit=10, query=qe.Query.Nearest(vec, using=DENSE), filter=flt, params=params)
-        return {str(point.id) for point in svc.coll.query(request)}
+    def top10(vec: list[float], flt: Any, exact: bool = False) -> set[str]:
+        return {str(point.id) for point in svc.coll.query(Search(Nearest(vec), limit=10, filter=flt, exact=exact))}
 
     out: dict[str, Any] = {}
     vecs = [svc.embedder.embed_query(t) for t in texts[:50]]
-    exact = qe.SearchParams(exact=True)
     for days in FILTER_WINDOWS_DAYS:
-        since = iso(EPOCH - timedelta(days=days))
-        flt = qe.Filter(must=[qe.FieldCondition("created_at", range=qe.RangeDateTime(gte=since))])
-        hits = sum(len(top10(vec, flt) & top10(vec, flt, exact)) for vec in vecs)
+        flt = all_of(Range("created_at", gte=EPOCH - timedelta(days=days)))
+        hits = sum(len(top10(vec, flt) & top10(vec, flt, exact=True)) for vec in vecs)
         out[f"filtered_{days}d"] = {"points": svc.coll.count(flt), "recall_at_10": hits / (10 * len(vecs))}
     return out
 
@@ -545,7 +537,7 @@ SLIM_PAYLOAD = ["content", "kind", "tags", "created_at", "updated_at", "importan
 
 def _slim_payload_latencies(svc: Any, texts: list[str], vecs: list[list[float]]) -> dict[str, float]:
     """The same fused request with only the payload fields ranking needs (a proposal, measured)."""
-    import qdrant_edge as qe
+    import dataclasses
 
     try:
         from amplifier_module_tool_agent_memory.memory.ranking import build_request
@@ -554,8 +546,7 @@ def _slim_payload_latencies(svc: Any, texts: list[str], vecs: list[list[float]])
     samples = []
     for text, vec in zip(texts, vecs, strict=True):
         full = build_request(text, vec, None, svc.params)
-        slim = qe.QueryRequest(limit=full.limit, prefetches=full.prefetches, query=full.query,
-                               filter=full.filter, with_payload=SLIM_PAYLOAD)
+        slim = dataclasses.replace(full, with_payload=tuple(SLIM_PAYLOAD))
         t = time.perf_counter()
         svc.coll.query(slim)
         samples.append(time.perf_counter() - t)

@@ -16,6 +16,14 @@ pairs; see that folder's README) and drives the real tools on the embedded defau
   * cross-fact linked (diagnostic): after both passes, one of the case's memories is linked
     (``supersedes`` / ``superseded_by`` in ``memory_get``) to a memory of ANOTHER case, i.e. two
     unrelated facts chained as an update ('wrongly linked' only looks inside a distinct pair).
+  * possible_updates (issue 16: when the comparison cannot decide, memory_store answers the near
+    memories the new one may update): "update linked or offered" is an update either linked
+    automatically or answered with its older memory in ``possible_updates`` (target 1.00);
+    "distinct offered" is a distinct pair whose second store answered any ``possible_updates``
+    (target <= 0.10); "unrelated offered" is a first-pass store (nothing of its case stored yet,
+    so every stored memory is about something else) that answered any (diagnostic: the lower the
+    better); "restatement offered" is an unmerged restatement answered with its first memory
+    (diagnostic: the agent can then drop it).
 - working-memory cache: each case in its own scope, ``cache_write(old)`` then
   ``cache_write(new)`` (a memory kind ``preference`` is written as a cache ``fact``), then a
   default ``cache_pack`` of the scope: it must hold ``new_mark`` and never both marks. A
@@ -117,6 +125,11 @@ def _rank(results: Sequence[tuple[str, str]], mark: str) -> int | None:
     return None
 
 
+def _offered_ids(out: dict[str, Any]) -> set[str]:
+    """Ids a memory_store answer lists in ``possible_updates`` (none on a build without them)."""
+    return {str(p.get("id")) for p in out.get("possible_updates") or [] if isinstance(p, dict)}
+
+
 def _superseded_ids(out: dict[str, Any]) -> set[str]:
     """Ids a memory_store answer says it superseded (none on a build without chains)."""
     found = out.get("superseded") or []
@@ -129,11 +142,13 @@ async def run_memory(tools: Tools, cases: list[Case]) -> list[tuple[Case, str, s
     """Both passes of memory_store, then every measure of long-term memory; returns the cross-fact links."""
     for case in cases:
         case.first_out = await tools.call("memory_store", {"content": case.first, "kind": case.kind})
+        case.metrics["unrelated offered"] = bool(_offered_ids(case.first_out))
     for case in cases:
         case.second_out = await tools.call("memory_store", {"content": case.second, "kind": case.kind})
     for case in cases:
         first_id, second_id = str(case.first_out["id"]), str(case.second_out["id"])
         linked = first_id in _superseded_ids(case.second_out)
+        offered = first_id in _offered_ids(case.second_out)
         if case.type == "update":
             results = await search_contents(tools, str(case.row["query"]))
             new_rank = _rank(results, str(case.row["new_mark"]))
@@ -141,14 +156,18 @@ async def run_memory(tools: Tools, cases: list[Case]) -> list[tuple[Case, str, s
             case.metrics["new findable"] = new_rank is not None
             case.metrics["newer above older"] = new_rank is not None and (old_rank is None or new_rank < old_rank)
             case.metrics["linked"] = linked
+            case.metrics["update linked or offered"] = linked or offered
         elif case.type == "duplicate":
             case.metrics["restatement merged"] = second_id == first_id
+            if second_id != first_id:
+                case.metrics["restatement offered"] = offered
         elif case.type == "distinct":
             separate = second_id != first_id
             first_hits = {i for i, _ in await search_contents(tools, case.first)}
             second_hits = {i for i, _ in await search_contents(tools, case.second)}
             case.metrics["distinct both findable"] = separate and first_id in first_hits and second_id in second_hits
             case.metrics["wrongly linked"] = linked
+            case.metrics["distinct offered"] = bool(_offered_ids(case.second_out))
     return await mark_cross_fact_links(tools, cases)
 
 
@@ -211,15 +230,19 @@ MEASURES: tuple[tuple[str, str, str], ...] = (
     ("distinct both findable", "distinct", "1.00"),
     ("cache distinct both", "distinct", "(diagnostic: 1.00)"),
     ("restatement merged", "duplicate", ">= 0.70"),
+    ("update linked or offered", "update", "1.00"),
+    ("distinct offered", "distinct", "<= 0.10"),
     ("linked", "update", "(diagnostic)"),
     ("wrongly linked", "distinct", "(diagnostic: 0)"),
     ("cross-fact linked", "any", "(diagnostic: 0)"),
+    ("unrelated offered", "any", "(diagnostic: 0)"),
+    ("restatement offered", "duplicate", "(diagnostic)"),
 )
 
 
 # The value each measure should have for a case ("linked" is a diagnostic: no wanted value).
-UNWANTED = ("cache pack both", "wrongly linked", "cross-fact linked")
-WANTED = {m: m not in UNWANTED for m, _, _ in MEASURES if m != "linked"}
+UNWANTED = ("cache pack both", "wrongly linked", "cross-fact linked", "distinct offered", "unrelated offered")
+WANTED = {m: m not in UNWANTED for m, _, _ in MEASURES if m not in ("linked", "restatement offered")}
 
 
 def share(cases: Sequence[Case], metric: str) -> tuple[float, int]:

@@ -43,13 +43,61 @@ def root(tmp_path: Path) -> Path:
     return path
 
 
+# The service and tool tests of these folders run on both backends: the embedded store, and the server
+# backend with qdrant-client's local mode standing in for a Qdrant server (no server runs here). A test
+# that cannot hold on one says why with `@pytest.mark.edge_only(reason)`. The slow reliability, CLI and
+# Amplifier folders run on the embedded store only (CI time); tests/store/test_store_language.py compares
+# the two backends' answers to every kind of request directly.
+BOTH_BACKENDS = frozenset({"memory", "cache", "plans"})
+BACKENDS = ("edge", "server")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Local mode scans instead of using keyword/datetime indexes, and says so once per index it is asked for.
+    config.addinivalue_line("filterwarnings", "ignore:Payload indexes have no effect:UserWarning")
+    config.addinivalue_line(
+        "markers", "edge_only(reason): the test cannot hold on the server backend's stand-in, for the reason given"
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # A test that asks for the `server` fixture itself is already a server test: it runs once.
+    in_scope = Path(str(metafunc.definition.fspath)).parent.name in BOTH_BACKENDS
+    if in_scope and "backend" in metafunc.fixturenames and "server" not in metafunc.fixturenames:
+        metafunc.parametrize("backend", BACKENDS, indirect=True)
+
+
 @pytest.fixture
-def make_runtime(root: Path, embedder: CachedEmbedder) -> Iterator[Callable[..., AgentMemory]]:
+def backend(request: pytest.FixtureRequest) -> str:
+    """The storage backend the test's runtimes and mounts use: ``edge`` unless parametrised (see BOTH_BACKENDS)."""
+    name: str = getattr(request, "param", "edge")
+    if name == "server":
+        marker = request.node.get_closest_marker("edge_only")
+        if marker is not None:
+            pytest.skip(f"edge only: {marker.args[0] if marker.args else marker.kwargs.get('reason', '')}")
+        request.getfixturevalue("server")
+    return name
+
+
+def with_backend(backend: str, config: dict[str, Any]) -> dict[str, Any]:
+    """A test's config on ``backend``: its other storage settings kept, its own choice of backend respected."""
+    if backend != "server":
+        return config
+    from memory_helpers import SERVER
+
+    storage = config.get("storage")
+    if isinstance(storage, dict) and "backend" in storage:
+        return config
+    return {**config, "storage": {**SERVER["storage"], **(storage if isinstance(storage, dict) else {})}}
+
+
+@pytest.fixture
+def make_runtime(root: Path, embedder: CachedEmbedder, backend: str) -> Iterator[Callable[..., AgentMemory]]:
     """Build AgentMemory runtimes (services without the tool layer); all are closed at teardown."""
     made: list[AgentMemory] = []
 
     def factory(identity: str = "alice", session_id: str = "session-1", **config: Any) -> AgentMemory:
-        cfg = parse_config({"storage_root": str(root), **config})
+        cfg = parse_config(with_backend(backend, {"storage_root": str(root), **config}))
         rt = AgentMemory(cfg, ResolvedIdentity(identity, "config"), session_id=session_id)
         made.append(rt)
         return rt
@@ -60,13 +108,13 @@ def make_runtime(root: Path, embedder: CachedEmbedder) -> Iterator[Callable[...,
 
 
 @pytest.fixture
-async def mount_tools(root: Path, embedder: CachedEmbedder) -> AsyncIterator[Callable[..., Any]]:
+async def mount_tools(root: Path, embedder: CachedEmbedder, backend: str) -> AsyncIterator[Callable[..., Any]]:
     """Mount the module on a fresh MockCoordinator; returns (tools by name, coordinator). Unmounted at teardown."""
     cleanups: list[Callable[[], Any]] = []
 
     async def factory(**config: Any) -> tuple[dict[str, Any], MockCoordinator]:
         coordinator = MockCoordinator()
-        cfg = {"storage_root": str(root), "agent_identity": "alice", **config}
+        cfg = with_backend(backend, {"storage_root": str(root), "agent_identity": "alice", **config})
         cleanup = await agent_memory.mount(coordinator, cfg)
         cleanups.append(cleanup)
         return dict(coordinator.mount_points["tools"]), coordinator
@@ -124,3 +172,51 @@ def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[], Qdra
 
     monkeypatch.setattr(server_storage, "client_factory", connect)
     return lambda: clients[-1]
+
+
+@pytest.fixture
+def tool_timer(monkeypatch: pytest.MonkeyPatch) -> float:
+    """The timer of one tool call (``tools/call.py``) steps 0.125 s on every read, so a call's
+    ``latency_ms`` is exactly 125.0: events can be checked for the latency of the call itself
+    without asserting anything about the wall clock. Returns that latency in ms."""
+    import types
+
+    from amplifier_module_tool_agent_memory.tools import call
+
+    reads = iter(range(1_000_000))
+    monkeypatch.setattr(call, "time", types.SimpleNamespace(perf_counter=lambda: next(reads) * 0.125))
+    return 125.0
+
+
+class ManualTimer:
+    """Seconds that move only when the test says (a monotonic clock for store/purge.py's scheduler)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> float:
+        self.now += seconds
+        return self.now
+
+
+@pytest.fixture
+def purge_timer() -> ManualTimer:
+    """A manual clock for the engine purge; give it to a runtime (before its store opens) as
+    ``rt.purge_timing = {"clock": purge_timer, "background": False}`` and run what is due with
+    ``EdgeCollection.run_engine_purge_if_due()``: no test waits for a window of real time."""
+    return ManualTimer()
+
+
+@pytest.fixture
+def make_cache(make_runtime: Callable[..., AgentMemory], clock: Any) -> Callable[..., Any]:
+    """Cache services on the test's manual ``clock``: ``make_cache(identity="alice", **cache_config)``
+    (cache_helpers.cache_service as a fixture; the helper module stays importable)."""
+    from cache_helpers import cache_service
+
+    def factory(identity: str = "alice", **cache: Any) -> Any:
+        return cache_service(make_runtime, clock, identity=identity, **cache)
+
+    return factory

@@ -39,6 +39,8 @@ ACTIONS = [
     {"tool": "bash", "args": {"command": "make smoke"}},
 ]
 TASK = "task:demo"
+# A made-up key in the shape of an OpenAI project key: the redaction rules recognise it.
+SECRET = "sk-proj-4fJ9xQ2mZ7LbW1cR8tY6uV3nK0pH5sDg"
 
 SCENARIO: tuple[Step, ...] = (
     Step("old", "memory_store", _fixed(
@@ -50,6 +52,13 @@ SCENARIO: tuple[Step, ...] = (
     Step("get", "memory_get", lambda o: {"id": o["old"]["id"]}),
     Step("list", "memory_list", _fixed({"limit": 10})),
     Step("unlink", "memory_unlink", lambda o: {"id": o["new"]["id"]}),
+    Step("link", "memory_link", lambda o: {"id": o["new"]["id"], "supersedes": o["old"]["id"]}),
+    Step("backup", "memory_store", _fixed(
+        {"content": "The file server is backed up every night at 1 am.", "kind": "fact"})),
+    Step("restate", "memory_store", _fixed(
+        {"content": "Every night at 1 am the file server is backed up.", "kind": "fact"})),
+    Step("unmerge", "memory_unmerge", lambda o: {
+        "id": o["restate"]["id"], "wording": "Every night at 1 am the file server is backed up."}),
     Step("write", "cache_write", _fixed({"content": "The user wants pnpm, never npm.", "kind": "fact", "scope": TASK})),
     Step("warn", "cache_write", _fixed(
         {"content": "Do not touch the prod database.", "kind": "warning", "scope": TASK})),
@@ -66,6 +75,10 @@ SCENARIO: tuple[Step, ...] = (
     Step("pget", "plan_get", lambda o: {"plan_id": o["pstore"]["plan_id"]}),
     Step("pforget", "plan_forget", lambda o: {"plan_id": o["pstore"]["plan_id"]}),
     Step("forget", "memory_forget", lambda o: {"id": o["again"]["id"]}),
+    # A secret is redacted before it is stored, and never echoed by an error.
+    Step("secret", "memory_store", _fixed({"content": f"Staging deploys use the key {SECRET} from the vault.",
+                                           "kind": "fact"})),
+    Step("secret-id", "memory_get", _fixed({"id": SECRET}), ok=False),
     # Wrong input: answered as an error that names the field, the same on every face.
     Step("bad-type", "memory_store", _fixed({"content": 5}), ok=False),
     Step("bad-limit", "memory_search", _fixed({"query": "billing", "limit": 0}), ok=False),

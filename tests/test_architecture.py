@@ -157,3 +157,76 @@ def test_importing_and_mounting_the_package_loads_no_heavy_library() -> None:
         capture_output=True, text=True, check=True, timeout=120,
     )
     assert out.stdout.strip() == ""
+
+
+ENGINES = ("qdrant_edge", "qdrant_client")
+
+
+def _engine_mentions(path: Path) -> list[str]:
+    """Where ``path`` imports an engine library or names one in code (strings and comments aside)."""
+    found = [dep for dep in _imports(path) if dep.split(".")[0] in ENGINES]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Name) and node.id in ENGINES:
+            found.append(node.id)
+        elif isinstance(node, ast.Attribute) and node.attr in ENGINES:
+            found.append(node.attr)
+    return sorted(set(found))
+
+
+def test_no_engine_library_is_imported_or_named_outside_the_store() -> None:
+    # The services speak the store's own language (store/query.py); each backend translates it once.
+    outside = {
+        _module_name(path): mentions
+        for path in PKG_DIR.rglob("*.py")
+        if path.relative_to(PKG_DIR).parts[0] != "store" and (mentions := _engine_mentions(path))
+    }
+    assert outside == {}
+    assert _engine_mentions(PKG_DIR / "store" / "edge_query.py") == ["qdrant_edge"]  # the check sees an import
+
+
+REGEX_CALLS = frozenset({"match", "fullmatch", "search", "findall", "finditer", "split", "sub", "subn"})
+
+
+def _parses_a_repr(source: str) -> list[int]:
+    """Lines that run a regular expression over a ``repr()`` (directly, or through a name bound to one)."""
+    tree = ast.parse(source)
+
+    def is_repr(node: ast.AST) -> bool:
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "repr"
+
+    from_repr = {
+        target.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and is_repr(node.value)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    return sorted(
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in REGEX_CALLS
+        and any(is_repr(arg) or (isinstance(arg, ast.Name) and arg.id in from_repr) for arg in node.args)
+    )
+
+
+def test_nothing_parses_a_repr() -> None:
+    # The server backend once read a query vector back out of qdrant-edge's repr with a regular expression:
+    # a release that changed the repr would have broken it.
+    readers = {
+        _module_name(path): lines
+        for path in PKG_DIR.rglob("*.py")
+        if (lines := _parses_a_repr(path.read_text(encoding="utf-8")))
+    }
+    assert readers == {}
+
+
+def test_the_repr_check_finds_the_old_shape() -> None:
+    old = (
+        "def parts(query):\n"
+        "    text = repr(query)\n"
+        "    match = _NEAREST_REPR.match(text)\n"
+        "    return re.search('x', repr(query))\n"
+    )
+    assert _parses_a_repr(old) == [3, 4]

@@ -24,7 +24,8 @@ pytestmark = pytest.mark.reliability
 
 EXAMPLES_PER_TOOL = 100
 TOOL_NAMES = (
-    "memory_store", "memory_search", "memory_get", "memory_forget", "memory_unlink", "memory_list",
+    "memory_store", "memory_search", "memory_get", "memory_forget", "memory_unlink", "memory_link",
+    "memory_unmerge", "memory_list",
     "cache_write", "cache_search", "cache_get", "cache_compact", "cache_pack",
     "plan_store", "plan_lookup", "plan_reward",
 )
@@ -63,6 +64,8 @@ VALID: dict[str, dict[str, Any]] = {
     "memory_get": {"id": "0b6f7c2e-4f1e-4c59-9a53-1f0f3c1f2a10"},
     "memory_forget": {"id": "0b6f7c2e-4f1e-4c59-9a53-1f0f3c1f2a10"},
     "memory_unlink": {"id": "0b6f7c2e-4f1e-4c59-9a53-1f0f3c1f2a10"},
+    "memory_link": {"id": "0b6f7c2e-4f1e-4c59-9a53-1f0f3c1f2a10", "supersedes": "1b6f7c2e-4f1e-4c59-9a53-1f0f3c1f2a10"},
+    "memory_unmerge": {"id": "0b6f7c2e-4f1e-4c59-9a53-1f0f3c1f2a10", "wording": "The deploy runs at noon."},
     "memory_list": {"limit": 5},
     "cache_write": {"kind": "fact", "content": "The build is green.", "scope": "task:fuzz"},
     "cache_search": {"query": "build", "scope": "task:fuzz"},

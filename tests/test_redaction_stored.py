@@ -185,5 +185,8 @@ async def test_export_carries_no_secret(
     out = tmp_path / "export.jsonl"
     assert cli_main(["export", "--root", str(root), "--identity", "alice", "--out", str(out)]) == 0
     exported = out.read_text()
-    assert len(exported.splitlines()) == len(KINDS)
+    # One line per memory (and, since export carries plans, one per plan: each sample stored one of each).
+    records = [json.loads(line) for line in exported.splitlines()]
+    assert sum(r.get("record") != "plan" for r in records) == len(KINDS)
+    assert sum(r.get("record") == "plan" for r in records) == len(KINDS)
     assert not [kind for kind, sample in KINDS.items() if sample.secret in exported]

@@ -87,12 +87,25 @@ async def _call_every_tool(tools: dict[str, Any]) -> dict[str, ToolResult]:
         newer = await tools["memory_store"].execute(update)
         newer_id = newer.output["id"] if newer.success else "00000000-0000-0000-0000-000000000000"
         await call("memory_unlink", {"id": newer_id})
+    if "memory_link" in tools:
+        await call("memory_link", {"id": newer_id, "supersedes": memory_id})
+    if "memory_unmerge" in tools:
+        wording = "Every night at 1 am the file server is backed up."
+        original = "The file server is backed up every night at 1 am."
+        await tools["memory_store"].execute({"content": original, "kind": "fact"})
+        merged = await tools["memory_store"].execute({"content": wording, "kind": "fact"})
+        merged_id = merged.output["id"] if merged.success else "00000000-0000-0000-0000-000000000000"
+        await call("memory_unmerge", {"id": merged_id, "wording": wording})
     await call("memory_forget", {"id": memory_id})
     if "plan_store" in tools:
         actions = [{"tool": "bash", "args": {"command": "make deploy-staging"}}]
         await call("plan_store", {"prompt": "Deploy the API to staging", "actions": actions})
         await call("plan_lookup", {"prompt": "Deploy the API to staging"})
         await call("plan_reward", {"prompt": "Deploy the API to staging", "success": True})
+        listed = await call("plan_list", {})
+        plan_id = listed.output["plans"][0]["plan_id"] if listed.success else "00000000-0000-0000-0000-000000000000"
+        await call("plan_get", {"plan_id": plan_id})
+        await call("plan_forget", {"plan_id": plan_id})
     if "cache_write" in tools:
         written = await call("cache_write", {"kind": "fact", "content": "The API listens on port 8080"})
         block_id = written.output["block_id"] if written.success else "00000000-0000-0000-0000-000000000000"
@@ -188,7 +201,7 @@ async def test_mount_declares_every_event_to_observability(session_mount: Callab
 
 
 async def test_tool_call_emits_its_event_with_identity_and_session(
-    session_mount: Callable[..., Awaitable[Mounted]],
+    session_mount: Callable[..., Awaitable[Mounted]], tool_timer: float
 ) -> None:
     tools, coordinator = await session_mount({"agent_identity": "alice"})
     seen: list[dict[str, Any]] = []
@@ -202,7 +215,7 @@ async def test_tool_call_emits_its_event_with_identity_and_session(
     assert len(seen) == 1
     assert seen[0]["identity"] == "alice"
     assert seen[0]["session_id"] == coordinator.session_id
-    assert seen[0]["latency_ms"] >= 0
+    assert seen[0]["latency_ms"] == tool_timer
 
 
 async def test_mount_on_a_mock_coordinator_opens_no_store(root: Path) -> None:

@@ -25,7 +25,8 @@ from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedd
 Call = tuple[str, dict[str, Any]]
 SESSION_PLAN: dict[str, Any] = {"session": {"orchestrator": "loop-basic", "context": "context-simple"}}
 FASTER = "Make the player move faster"
-REWORDED = "The player should move faster"
+REWORDED = "Please make the player move faster!"
+LOOSE = "The player should move faster"
 EDIT: Call = ("edit_file", {"path": "Player.cs", "find": "speed = 5f", "replace": "speed = 7.5f"})
 
 
@@ -162,7 +163,7 @@ async def open_session(
             session.events.append((event, dict(data)))
             return HookResult(action="continue")
 
-        for event in ("plan:stored", "plan:reward", "plan:stale"):
+        for event in ("plan:stored", "plan:reward", "plan:stale", "plan:used"):
             coordinator.hooks.register(event, record, name=f"test-record-{event}")
         return session
 
@@ -193,6 +194,8 @@ async def test_captured_plan_answers_a_rewording_in_a_later_session(open_session
     later = await open_session()
     hit = await later.lookup(REWORDED)
     assert (hit["hit"], hit["prompt"]) == (True, FASTER)
+    near = await later.lookup(LOOSE)
+    assert (near["answer"], near["candidates"][0]["prompt"]) == ("candidate", FASTER)
 
 
 async def test_parallel_calls_are_all_kept_as_steps_of_the_plan(
@@ -271,6 +274,45 @@ async def test_successful_replay_is_rewarded_and_not_stored_again(open_session: 
     plan = session.plan(results[0].output["plan_id"])  # type: ignore[union-attr]
     assert (plan["stale"], plan["rewards"], plan["successes"], plan["score"]) == (False, 1, 1, 1.0)
     assert session.plan_count() == 1
+
+
+async def test_a_hit_the_agent_rewards_itself_is_rewarded_once(open_session: Callable[..., Any]) -> None:
+    session = await open_session()
+    await session.loop.turn(FASTER, [[EDIT]])
+    session.project.joinpath("Player.cs").write_text("class Player { float speed = 5f; }")
+    plan_id = (await session.lookup(FASTER))["plan_id"]
+    await session.loop.turn(REWORDED, [[("plan_lookup", {"prompt": REWORDED})], [EDIT],
+                                       [("plan_reward", {"plan_id": plan_id, "success": True})]])
+    assert (session.plan(plan_id)["rewards"], session.plan(plan_id)["successes"]) == (1, 1)
+
+
+async def test_a_candidate_replayed_unchanged_counts_as_a_use_and_is_not_stored(
+    open_session: Callable[..., Any],
+) -> None:
+    session = await open_session()
+    await session.loop.turn(FASTER, [[EDIT]])
+    session.project.joinpath("Player.cs").write_text("class Player { float speed = 5f; }")
+    results = await session.loop.turn(LOOSE, [[("plan_lookup", {"prompt": LOOSE})], [EDIT]])
+    assert results[0] is not None and results[0].output["answer"] == "candidate"
+    plan_id = results[0].output["candidates"][0]["plan_id"]
+    plan = session.plan(plan_id)
+    assert (plan["uses"], plan["rewards"], plan["successes"]) == (1, 1, 1)
+    assert session.plan_count() == 1
+    assert [e["plan_id"] for e in session.seen("plan:used")] == [plan_id]
+
+
+async def test_an_adapted_candidate_is_stored_derived_from_it(open_session: Callable[..., Any]) -> None:
+    session = await open_session()
+    await session.loop.turn(FASTER, [[EDIT]])
+    session.project.joinpath("Player.cs").write_text("class Player { float speed = 5f; }")
+    slower: Call = ("edit_file", {"path": "Player.cs", "find": "speed = 5f", "replace": "speed = 2.5f"})
+    prompt = "Make the player move slower"
+    results = await session.loop.turn(prompt, [[("plan_lookup", {"prompt": prompt})], [slower]])
+    assert results[0] is not None and results[0].output["answer"] == "candidate"
+    template = results[0].output["candidates"][0]["plan_id"]
+    stored = session.seen("plan:stored")[-1]["plan_id"]
+    assert stored != template and session.plan(stored)["derived_from"] == template
+    assert session.plan(template)["uses"] == 0
 
 
 @pytest.mark.parametrize(

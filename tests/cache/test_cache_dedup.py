@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cache_helpers import cache_service, note, pack, packed_texts
+from cache_helpers import note, pack, packed_texts
 from memory_helpers import ManualClock
 
-from amplifier_module_tool_agent_memory.runtime import AgentMemory
+from amplifier_module_tool_agent_memory.cache.service import CacheService
 
 JWT = "The auth service signs its JWT tokens with RS256."
 JWT_AGAIN = "The auth service signs its JWT tokens with RS256!"
 
 
-def test_near_identical_item_of_the_same_kind_is_merged(make_runtime: Callable[..., AgentMemory]) -> None:
-    svc = cache_service(make_runtime, ManualClock())
+def test_near_identical_item_of_the_same_kind_is_merged(make_cache: Callable[..., CacheService]) -> None:
+    svc = make_cache()
     first = note(svc, JWT, importance=0.5)
     second = note(svc, JWT_AGAIN)
     assert second["merged"] is True and second["item_id"] == first["item_id"]
@@ -25,16 +25,15 @@ def test_near_identical_item_of_the_same_kind_is_merged(make_runtime: Callable[.
     assert packed_texts(pack(svc)) == [JWT]
 
 
-def test_merge_caps_importance_at_one(make_runtime: Callable[..., AgentMemory]) -> None:
-    svc = cache_service(make_runtime, ManualClock())
+def test_merge_caps_importance_at_one(make_cache: Callable[..., CacheService]) -> None:
+    svc = make_cache()
     first = note(svc, JWT, importance=0.95)
     note(svc, JWT_AGAIN)
     assert svc.get(first["block_id"])["items"][0]["importance"] == 1.0
 
 
-def test_merge_refreshes_the_ttl(make_runtime: Callable[..., AgentMemory]) -> None:
-    clock = ManualClock()
-    svc = cache_service(make_runtime, clock)
+def test_merge_refreshes_the_ttl(make_cache: Callable[..., CacheService], clock: ManualClock) -> None:
+    svc = make_cache()
     note(svc, JWT)
     clock.advance(minutes=25)
     note(svc, JWT_AGAIN)
@@ -42,39 +41,40 @@ def test_merge_refreshes_the_ttl(make_runtime: Callable[..., AgentMemory]) -> No
     assert packed_texts(pack(svc)) == [JWT]
 
 
-def test_merge_bumps_the_item_into_a_delta_pack(make_runtime: Callable[..., AgentMemory]) -> None:
-    svc = cache_service(make_runtime, ManualClock())
+def test_merge_bumps_the_item_into_a_delta_pack(make_cache: Callable[..., CacheService]) -> None:
+    svc = make_cache()
     note(svc, JWT)
     version = pack(svc)["version"]
     note(svc, JWT_AGAIN)
     assert packed_texts(pack(svc, since_version=version)) == [JWT]
 
 
-def test_same_content_of_another_kind_is_not_merged(make_runtime: Callable[..., AgentMemory]) -> None:
-    svc = cache_service(make_runtime, ManualClock())
+def test_same_content_of_another_kind_is_not_merged(make_cache: Callable[..., CacheService]) -> None:
+    svc = make_cache()
     first = note(svc, JWT, "fact")
     second = note(svc, JWT, "warning")
     assert second["merged"] is False and second["item_id"] != first["item_id"]
 
 
-def test_same_content_in_another_scope_is_not_merged(make_runtime: Callable[..., AgentMemory]) -> None:
-    svc = cache_service(make_runtime, ManualClock())
+def test_same_content_in_another_scope_is_not_merged(make_cache: Callable[..., CacheService]) -> None:
+    svc = make_cache()
     first = note(svc, JWT, scope="task:a")
     second = note(svc, JWT, scope="task:b")
     assert second["merged"] is False and second["item_id"] != first["item_id"]
 
 
-def test_expired_item_does_not_absorb_a_new_write(make_runtime: Callable[..., AgentMemory]) -> None:
-    clock = ManualClock()
-    svc = cache_service(make_runtime, clock)
+def test_expired_item_does_not_absorb_a_new_write(
+    make_cache: Callable[..., CacheService], clock: ManualClock
+) -> None:
+    svc = make_cache()
     first = note(svc, JWT, ttl_minutes=1)
     clock.advance(minutes=2)
     second = note(svc, JWT)
     assert second["merged"] is False and second["item_id"] != first["item_id"]
 
 
-def test_related_but_different_items_are_kept_apart(make_runtime: Callable[..., AgentMemory]) -> None:
-    svc = cache_service(make_runtime, ManualClock())
+def test_related_but_different_items_are_kept_apart(make_cache: Callable[..., CacheService]) -> None:
+    svc = make_cache()
     note(svc, JWT)
     other = note(svc, "The auth service stores refresh tokens in Redis for 7 days.")
     assert other["merged"] is False

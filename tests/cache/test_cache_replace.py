@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from amplifier_module_tool_agent_memory.cache.replace import judge
 from amplifier_module_tool_agent_memory.compare import Comparison, Verdict
+from amplifier_module_tool_agent_memory.compare.policy import merges, replaces
 from amplifier_module_tool_agent_memory.compare.statement import same_predicate_other_subject, same_subject_new_value
 
 BARBER_OLD = "My barber is Tony's on Main Street."
@@ -100,7 +100,7 @@ def test_a_restatement_said_of_another_subject_is_not_merged() -> None:
     older, newer = "The audit logs are stored in Dublin.", "The audit log archives are stored in Dublin."
     restated = Comparison(Verdict.SAME, (), 0.95, decided=True)
     assert same_predicate_other_subject(older, newer)
-    assert judge(restated, older, newer, merge_cosine=0.88) is None
+    assert not merges(older, newer) and not replaces(restated, older, newer)
 
 
 def test_a_shared_ending_is_not_a_new_value() -> None:

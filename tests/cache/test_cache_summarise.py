@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,14 @@ from memory_helpers import DISTINCT_FACTS, output_of
 
 import amplifier_module_tool_agent_memory as agent_memory
 from amplifier_module_tool_agent_memory.cache.models import CacheItem
-from amplifier_module_tool_agent_memory.cache.summarise import extractive_lines, gist, render_summary
+from amplifier_module_tool_agent_memory.cache.summarise import (
+    SUMMARY_MAX_TOKENS,
+    extractive_lines,
+    gist,
+    render_summary,
+)
 from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedder
+from amplifier_module_tool_agent_memory.tokens import count_tokens
 
 NOW = datetime(2026, 1, 10, 9, 0, tzinfo=UTC)
 
@@ -51,9 +58,11 @@ class _Provider:
     def __init__(self, answer: str | None) -> None:
         self.answer = answer
         self.requests: list[ChatRequest] = []
+        self.kwargs: list[dict[str, Any]] = []
 
     async def complete(self, request: ChatRequest, **kwargs: Any) -> ChatResponse:
         self.requests.append(request)
+        self.kwargs.append(kwargs)
         if self.answer is None:
             raise RuntimeError("provider unavailable")
         return ChatResponse(content=[TextBlock(text=self.answer)])
@@ -70,17 +79,30 @@ async def _close_with(provider: _Provider, root: Path) -> dict[str, Any]:
         written = output_of(await tools["cache_write"].execute({"kind": "decision", "content": DISTINCT_FACTS[3]}))
         compacted = output_of(await tools["cache_compact"].execute({}))
         block = output_of(await tools["cache_get"].execute({"block_id": written["block_id"]}))
-        return {"compact": compacted, "block": block}
+        search = output_of(await tools["cache_search"].execute({"query": "Python 3.9 support"}))
+        return {"compact": compacted, "block": block, "search": search}
     finally:
         await cleanup()
 
 
 async def test_llm_summariser_summarises_with_the_sessions_provider(root: Path, embedder: CachedEmbedder) -> None:
-    provider = _Provider("decision: Python 3.9 support ends in March.")
+    # The answer is the provider's, but what is kept of it is ours to shape: cut to the summary's
+    # token budget, a credential the model wrote out redacted, and the call made as a background call.
+    first = "decision: Python 3.9 support ends in March."
+    secret = "Qm7vX2pLk9RzTw4Y"
+    answer = f"{first}\nfact: the release bot logs in with password={secret}\n" + "fact: filler words " * 200
+    provider = _Provider(answer)
     result = await _close_with(provider, root)
+    summary = result["block"]["summary"]
     assert result["compact"]["summary_source"] == "llm"
-    assert result["block"]["summary"] == "decision: Python 3.9 support ends in March."
-    assert DISTINCT_FACTS[3] in str(provider.requests[0].messages[0].content)
+    assert summary.startswith(first) and summary != f"decision: {DISTINCT_FACTS[3]}"  # not the extractive one
+    assert secret not in json.dumps(result) and "password=[REDACTED:password_assignment]" in summary
+    assert count_tokens(summary) <= SUMMARY_MAX_TOKENS < count_tokens(answer)
+    (request,) = provider.requests
+    assert DISTINCT_FACTS[3] in str(request.messages[0].content)
+    assert request.metadata == {"stream": False} and provider.kwargs == [{"extended_thinking": False}]
+    # The block is found by its LLM summary (embedded in place of the extractive one).
+    assert [hit["block_id"] for hit in result["search"]["results"]][:1] == [result["block"]["block_id"]]
 
 
 async def test_llm_summariser_falls_back_to_extractive_when_the_provider_fails(

@@ -68,12 +68,15 @@ DIFFERENT = {
          ["order: bcrypt to argon2 -> argon2 to bcrypt"]),
         ("Copy the files from staging to prod", "Copy the files from prod to staging",
          ["order: staging to prod -> prod to staging"]),
+        ("Translate the German subtitles in the player to French",
+         "Translate the French subtitles in the player to German",
+         ["order: german subtitles in player to french -> french subtitles in player to german"]),
     ],
     "numbers bound to other nouns": [
         ("Reorder 200 boxes when stock drops below 30", "Reorder 30 boxes when stock drops below 200",
          ["number: 200 boxes -> 30 boxes", "number: 30 -> 200"]),
         ("Give 3 cores and 8 GB to the VM", "Give 8 cores and 3 GB to the VM",
-         ["number: 3 cores -> 8 cores", "number: 8 GB -> 3 GB"]),
+         ["number: 3 cores -> 8 cores", "number: 8 gb -> 3 gb"]),
     ],
     "enumerated values": [
         ("Set the log level to debug", "Set the log level to info", ["content: debug -> info"]),

@@ -16,7 +16,6 @@ from amplifier_module_tool_agent_memory.compare import (
     Verdict,
 )
 from amplifier_module_tool_agent_memory.embeddings import CachedEmbedder
-from amplifier_module_tool_agent_memory.plans.service import PLAN_COMPARISON
 
 
 @pytest.fixture(scope="module")
@@ -123,15 +122,6 @@ def test_a_shared_word_is_no_abbreviation_of_an_added_one(comparator: Comparator
     assert [d.describe() for d in result.differences] == ["qualifier: (none) -> tablets"]
 
 
-def test_a_request_may_leave_out_context_when_plan_lookup_allows_it(embedder: CachedEmbedder) -> None:
-    from amplifier_module_tool_agent_memory.compare import CompareSettings
-
-    stored = "Set the Redis connection pool size to 40 in the staging config"
-    request = "staging config: redis pool size = 40"
-    assert not Comparator(embedder).compare(stored, request).same
-    assert Comparator(embedder, settings=CompareSettings(subset_cosine=0.6)).compare(stored, request).same
-
-
 def test_a_loose_rewording_sharing_one_word_is_not_same(comparator: Comparator) -> None:
     # Only "leaderboard" is shared and no value anchors the texts: a high cosine is not enough.
     assert not comparator.compare("Fix the leaderboard", "Please rename the leaderboard in the sidebar").same
@@ -160,14 +150,6 @@ def test_opposite_particles_are_a_polarity_change(comparator: Comparator) -> Non
     assert [d.describe() for d in result.differences] == ["polarity: on -> off"]
 
 
-def test_two_words_trading_places_across_to_are_an_order_change(comparator: Comparator) -> None:
-    result = comparator.compare(
-        "Translate the German subtitles in the player to French",
-        "Translate the French subtitles in the player to German",
-    )
-    assert kinds(result) == {"order"} and result.decided
-
-
 def test_a_file_name_with_a_digit_in_its_extension_is_a_path(comparator: Comparator) -> None:
     result = comparator.compare("Convert lecture.mp4 to audio", "Convert seminar.mp4 to audio")
     assert kinds(result) == {"path"}
@@ -178,14 +160,6 @@ def test_a_substituted_noun_amid_shared_values_is_another_thing(comparator: Comp
         "Forward payslips from hr@acme.io to me@home.io", "Forward photos from hr@acme.io to me@home.io"
     )
     assert result.decided and kinds(result) == {"term"}
-
-
-def test_a_request_leaving_out_a_qualifier_is_not_the_same(embedder: CachedEmbedder) -> None:
-    plans = Comparator(embedder, settings=PLAN_COMPARISON)
-    result = plans.compare(
-        "Show the overdue invoices in the finance dashboard", "Show the invoices in the finance dashboard"
-    )
-    assert not result.same and kinds(result) == {"qualifier"}
 
 
 def test_opposite_bounds_on_a_value_are_a_qualifier_change(comparator: Comparator) -> None:
@@ -370,15 +344,6 @@ def test_an_amount_of_change_is_not_the_value_reached(comparator: Comparator) ->
     assert not result.same and "order" in kinds(result)
 
 
-def test_a_request_may_not_leave_out_a_second_action(embedder: CachedEmbedder) -> None:
-    plans = Comparator(embedder, settings=PLAN_COMPARISON)
-    result = plans.compare(
-        "Add a rule that tags tickets from vip@corp.example as Urgent and pages the on-call engineer",
-        "Add a rule that tags tickets from vip@corp.example as Urgent",
-    )
-    assert not result.same
-
-
 def test_a_hyphenated_name_with_a_one_letter_part_is_an_identifier(comparator: Comparator) -> None:
     result = comparator.compare("Reboot every node in rack-c tonight", "Reboot every node in rack-d tonight")
     assert not result.same and "identifier" in kinds(result)
@@ -444,20 +409,6 @@ def test_an_english_word_spelled_within_a_longer_word_does_not_abbreviate_it(com
 def test_a_word_wordnet_derives_the_longer_from_still_shortens_it(comparator: Comparator) -> None:
     result = comparator.compare("Set the hedge height to 2 metres", "Keep the hedge 2 metres high")
     assert "high" not in {d.new for d in result.differences}, result.reason
-
-
-def test_leaving_out_a_restricting_qualifier_is_no_rewording(embedder: CachedEmbedder) -> None:
-    plans = Comparator(embedder, settings=PLAN_COMPARISON)
-    stored = "Email the April invoice reminder on Monday at 08:30 to customers in the 'Enterprise' tier only"
-    result = plans.compare(stored, "Email the April invoice reminder on Monday at 08:30 to customers")
-    assert not result.same, result.reason
-
-
-def test_a_terse_request_may_leave_out_words_that_only_give_context(embedder: CachedEmbedder) -> None:
-    plans = Comparator(embedder, settings=PLAN_COMPARISON)
-    stored = "Convert the prices in column D of prices.csv from GBP to EUR at a rate of 1.17"
-    result = plans.compare(stored, "prices.csv col D: GBP -> EUR @ 1.17")
-    assert result.same, result.reason
 
 
 def test_a_loose_rewording_that_brings_another_name_is_no_restatement(comparator: Comparator) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from mcp import ClientSession, stdio_client
 from mcp.shared.exceptions import MCPError
-from mcp_helpers import comparable, events_in, scenario, server_params
+from mcp_helpers import SECRET, comparable, events_in, scenario, server_params
 
 from amplifier_module_tool_agent_memory.amplifier.tools import build_tools
 from amplifier_module_tool_agent_memory.cli.mcp import EVENT_LOGGER, event_line
@@ -29,11 +29,13 @@ pytestmark = pytest.mark.slow
 
 
 def _answer(result: Any) -> tuple[bool, dict[str, Any]]:
-    """(ok, output or error) of an MCP CallToolResult; its text content must say the same as its structure."""
-    assert result.structured_content is not None
-    assert json.loads(result.content[0].text) == result.structured_content
+    """(ok, output or error) of an MCP CallToolResult: the output is the structured content (and the same JSON as
+    text); an error is only text (structured content is checked against the tool's outputSchema)."""
+    text = json.loads(result.content[0].text)
     if result.is_error:
-        return False, result.structured_content["error"]
+        assert result.structured_content is None
+        return False, text["error"]
+    assert text == result.structured_content
     return True, result.structured_content
 
 
@@ -117,6 +119,11 @@ async def test_every_tool_answers_over_stdio_as_in_amplifier(
     for step, (mcp_ok, mcp_body), (amp_ok, amp_body) in zip(steps, mcp_answers, amplifier_answers, strict=True):
         assert (mcp_ok, comparable(mcp_body)) == (amp_ok, comparable(amp_body)), step.label
 
+    # The secret was redacted from what was stored, and appears in no answer, error or log line.
+    stored = dict(zip([s.label for s in steps], mcp_answers, strict=True))["secret"][1]
+    assert stored["redacted"] == {"content": ["openai_api_key"]}
+    assert SECRET not in json.dumps(mcp_answers) and SECRET not in stderr_path.read_text()
+
     # Wrong input names the field.
     errors = {step.label: body["message"] for step, (ok, body) in zip(steps, mcp_answers, strict=True) if not ok}
     assert "field 'content'" in errors["bad-type"]
@@ -163,7 +170,7 @@ async def test_an_invalid_argument_is_an_error_result_naming_the_field(tmp_path:
         await session.initialize()
         result = await session.call_tool("memory_search", {"query": "billing", "limit": "many"})
         assert result.is_error
-        error = result.structured_content["error"]  # type: ignore[index]
+        error = json.loads(result.content[0].text)["error"]  # type: ignore[union-attr]
         assert error["type"] == "invalid_input" and error["tool"] == "memory_search"
         assert "field 'limit'" in error["message"]
         with pytest.raises(MCPError, match="unknown tool"):

@@ -62,6 +62,8 @@ async def test_the_same_text_is_not_a_duplicate_across_identities(alice_and_bob:
     assert out["id"] != alice_id
 
 
+@pytest.mark.edge_only("a folder per identity is the embedded store's layout; on a server each identity has its own "
+                       "collections (tests/store/test_server_backend.py)")
 async def test_each_identity_has_its_own_store_folder(alice_and_bob: Any, root: Any) -> None:
     _, bob, _ = alice_and_bob
     output_of(await bob["memory_list"].execute({}))

@@ -258,7 +258,7 @@ async def _seed_distinct(rt: AgentMemory) -> None:
         MemoryRecord(id=str(uuid.uuid4()), content=fact, created_at=T0 + timedelta(minutes=i))
         for i, fact in enumerate(DISTINCT_FACTS)
     ]
-    assert rt.memory().import_records(records) == {"imported": len(DISTINCT_FACTS)}
+    assert rt.memory().import_records(records)["imported"] == len(DISTINCT_FACTS)
 
 
 async def test_search_returns_five_results_by_default(make_runtime: Callable[..., AgentMemory]) -> None:
@@ -286,7 +286,9 @@ async def test_search_results_are_ordered_best_first(tools: dict[str, Any]) -> N
     assert scores == sorted(scores, reverse=True)
 
 
-async def test_tools_emit_their_events_with_identity_and_counts(mount_tools: Callable[..., Any]) -> None:
+async def test_tools_emit_their_events_with_identity_and_counts(
+    mount_tools: Callable[..., Any], tool_timer: float
+) -> None:
     tools, coordinator = await mount_tools()
     seen: list[tuple[str, dict[str, Any]]] = []
 
@@ -305,7 +307,7 @@ async def test_tools_emit_their_events_with_identity_and_counts(mount_tools: Cal
     assert events["memory:stored"]["ids"] == [stored["id"]]
     assert events["memory:stored"]["count"] == 1
     assert events["memory:searched"]["count"] == 1
-    assert events["memory:searched"]["latency_ms"] >= 0
+    assert events["memory:stored"]["latency_ms"] == events["memory:searched"]["latency_ms"] == tool_timer
 
 
 async def test_timestamps_are_iso_8601_even_for_early_years(make_runtime: Callable[..., AgentMemory]) -> None:

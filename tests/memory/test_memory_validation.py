@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from memory_helpers import error_of, output_of
+from memory_helpers import DISTINCT_FACTS, error_of, output_of
 
 ID = "6f1c1f2e-0c1a-4c7e-9a49-3f7d3b0c2a11"
 
@@ -92,7 +92,12 @@ async def test_input_none_is_answered_with_the_missing_field(tools: dict[str, An
 
 
 async def test_memory_list_with_input_none_lists_with_the_defaults(tools: dict[str, Any]) -> None:
-    assert output_of(await tools["memory_list"].execute(None))["count"] == 0
+    # More memories than the default page, so the defaults (20, newest first, a next page) show.
+    ids = [output_of(await tools["memory_store"].execute({"content": fact}))["id"] for fact in DISTINCT_FACTS[:22]]
+    page = output_of(await tools["memory_list"].execute(None))
+    assert page["count"] == 20
+    assert [m["id"] for m in page["memories"]] == ids[::-1][:20]
+    assert page["next_before"] is not None
 
 
 @pytest.mark.parametrize("tool", ["memory_store", "memory_search", "memory_get", "memory_forget", "memory_list"])
@@ -117,6 +122,9 @@ async def test_bad_input_writes_nothing(tools: dict[str, Any]) -> None:
         if tool == "memory_store":
             assert not (await tools[tool].execute(args)).success
     assert output_of(await tools["memory_list"].execute({}))["count"] == 0
+    # The same tool with good input does write: the empty list above is the refusals', not a broken list.
+    output_of(await tools["memory_store"].execute({"content": "The VPN needs MFA"}))
+    assert output_of(await tools["memory_list"].execute({}))["count"] == 1
 
 
 async def test_a_long_bad_value_is_shortened_in_the_message(tools: dict[str, Any]) -> None:

@@ -57,107 +57,140 @@ async def test_stored_plan_is_returned_for_the_same_prompt(tools: dict[str, Any]
     assert hit["answer"] == "hit"
 
 
-async def test_rewording_with_the_same_values_is_a_hit(tools: dict[str, Any]) -> None:
+async def test_a_trivial_rewording_is_a_certified_hit(tools: dict[str, Any]) -> None:
     stored = await store(tools, GZIP, GZIP_PLAN)
-    hit = await lookup(tools, "Use gzip to compress the nightly log archive")
-    assert hit["hit"] is True
-    assert hit["plan_id"] == stored["plan_id"]
-    assert 0.0 < hit["cosine"] < 1.0
+    hit = await lookup(tools, "Could you compress the nightly log archives with gzip, please?")
+    assert (hit["hit"], hit["answer"], hit["plan_id"]) == (True, "hit", stored["plan_id"])
+    assert hit["decided_by"] == "certify"
+    assert "replay" in hit["next"] and "plan_reward" in hit["next"]
 
 
-async def test_an_undecidable_look_alike_is_a_candidate_to_confirm(tools: dict[str, Any]) -> None:
+async def test_a_loose_rewording_is_a_candidate_with_what_differs(tools: dict[str, Any]) -> None:
     stored = await store(tools, GZIP, GZIP_PLAN)
-    out = await lookup(tools, "Shrink last night's logs into a gzip bundle")
+    out = await lookup(tools, "Use gzip to compress the nightly log archive")
     assert (out["hit"], out["answer"]) == (False, "candidate")
-    assert out["candidate"]["plan_id"] == stored["plan_id"]
-    assert out["candidate"]["prompt"] == GZIP
-    assert out["candidate"]["actions"] == GZIP_PLAN
-    assert out["candidate"]["differences"]
-    assert "same request" in out["confirm"]
-
-
-async def test_a_substituted_word_is_a_candidate_naming_it(tools: dict[str, Any]) -> None:
-    await store(tools, "Archive the invoices older than a year", GZIP_PLAN)
-    out = await lookup(tools, "Print the invoices older than a year")
-    assert out["answer"] == "candidate"
-    assert out["candidate"]["differences"] == ["content: Archive -> Print"]
-
-
-async def test_a_substituted_noun_naming_another_thing_is_a_miss(tools: dict[str, Any]) -> None:
-    await store(tools, "Archive the invoices older than a year", GZIP_PLAN)
-    out = await lookup(tools, "Archive the receipts older than a year")
-    assert out["answer"] == "miss"
-
-
-async def test_a_request_that_only_leaves_out_context_is_a_hit(tools: dict[str, Any]) -> None:
-    stored = await store(tools, "Set the Redis connection pool size to 40 in the staging config", GZIP_PLAN)
-    out = await lookup(tools, "staging config: redis pool size = 40")
-    assert (out["answer"], out["plan_id"]) == ("hit", stored["plan_id"])
-
-
-async def test_a_candidate_does_not_count_as_a_use(tools: dict[str, Any]) -> None:
-    await store(tools, GZIP, GZIP_PLAN)
-    await lookup(tools, "Shrink last night's logs into a gzip bundle")
-    assert (await lookup(tools, GZIP))["uses"] == 1
+    first = out["candidates"][0]
+    assert (first["plan_id"], first["prompt"], first["actions"]) == (stored["plan_id"], GZIP, GZIP_PLAN)
+    assert first["differences"] == ["order: with gzip -> use gzip to", "qualifier: with -> (none)",
+                                    "qualifier: (none) -> use to"]
+    assert (first["uses"], first["steps"], first["score"]) == (0, 1, 1.0)
+    assert "derived_from" in out["next"] and "plan afresh" in out["next"]
 
 
 @pytest.mark.parametrize(
-    ("stored_prompt", "near_miss", "kind"),
+    ("stored_prompt", "near_miss", "difference"),
     [
-        ("Sync the calendar from Outlook to Google", "Sync the calendar from Google to Outlook", "order"),
+        ("Sync the calendar from Outlook to Google", "Sync the calendar from Google to Outlook",
+         "order: outlook to google -> google to outlook"),
         ("Point the webhook at https://hooks.acme.io/build", "Point the webhook at http://hooks.acme.io/build",
-         "scheme"),
-        ("Fix the typo in docs/setup.md", "Fix the typo in docs/usage.md", "path"),
-        ("Play the intro video only on the first visit", "Play the intro video on every visit", "qualifier"),
-        ("Archive the invoices older than a year", "Archive the unpaid invoices older than a year", "qualifier"),
-        ("Enable the audit log on the billing service", "Disable the audit log on the billing service", "polarity"),
+         "url: https://hooks.acme.io/build -> http://hooks.acme.io/build"),
+        ("Fix the typo in docs/setup.md", "Fix the typo in docs/usage.md", "path: docs/setup.md -> docs/usage.md"),
+        ("Allow only the admin role to call DELETE /api/projects/{id}.",
+         "Allow only the admin role to call PUT /api/projects/{id}.", "content: delete -> put"),
+        ("Archive the invoices older than a year", "Archive the unpaid invoices older than a year",
+         "qualifier: (none) -> unpaid"),
+        ("Enable the audit log on the billing service", "Disable the audit log on the billing service",
+         "polarity: enable -> disable"),
     ],
 )
-async def test_a_near_miss_is_a_miss_naming_what_differs(
-    tools: dict[str, Any], stored_prompt: str, near_miss: str, kind: str
+async def test_a_near_miss_is_a_candidate_naming_what_differs(
+    tools: dict[str, Any], stored_prompt: str, near_miss: str, difference: str
 ) -> None:
-    await store(tools, stored_prompt, GZIP_PLAN)
+    stored = await store(tools, stored_prompt, GZIP_PLAN)
     out = await lookup(tools, near_miss)
-    assert (out["hit"], out["answer"]) == (False, "miss")
+    assert (out["hit"], out["answer"]) == (False, "candidate")
     nearest = out["candidates"][0]
-    assert nearest["verdict"] == "changed" and nearest["decided"] is True
-    assert any(d.startswith(kind) for d in nearest["differences"]), nearest
-
-
-@pytest.mark.parametrize(
-    "request_for_something_else",
-    [
-        "Make the player move slower",  # direction
-        "Make the enemies move faster",  # target
-        "Set the player speed to 9",  # number
-        "Stop the player from moving faster",  # polarity
-    ],
-)
-async def test_request_for_something_else_is_a_miss_with_the_nearest_candidates(
-    tools: dict[str, Any], request_for_something_else: str
-) -> None:
-    stored = await store(tools, FASTER, FASTER_PLAN)
-    miss = await lookup(tools, request_for_something_else)
-    assert miss["hit"] is False
-    assert "actions" not in miss
-    nearest = miss["candidates"][0]
     assert nearest["plan_id"] == stored["plan_id"]
-    assert nearest["prompt"] == FASTER
-    assert 0.0 < nearest["cosine"] <= 1.0
-    assert nearest["reason"]
+    assert nearest["differences"] == [difference]
+
+
+async def test_candidates_come_nearest_first_and_long_actions_are_trimmed(tools: dict[str, Any]) -> None:
+    long_plan = [{"tool": "edit_file", "args": {"path": f"src/f{k}.py", "replace": "x" * 500}} for k in range(12)]
+    await store(tools, FASTER, long_plan)
+    await store(tools, "Make the player move slower", FASTER_PLAN)
+    out = await lookup(tools, "Make the player walk faster")
+    assert out["answer"] == "candidate"
+    scores = [c["similarity"] for c in out["candidates"]]
+    assert scores == sorted(scores, reverse=True) and len(scores) == 2
+    faster = next(c for c in out["candidates"] if c["prompt"] == FASTER)
+    assert faster["steps"] == 12 and len(faster["actions"]) == 8
+    assert faster["actions"][0]["args"]["replace"].endswith("... [300 more chars]")
+    assert "plan_get" in faster["trimmed"]
+
+
+async def test_an_unrelated_request_is_a_miss_without_candidates(tools: dict[str, Any]) -> None:
+    await store(tools, FASTER, FASTER_PLAN)
+    await store(tools, MUSIC, MUSIC_PLAN)
+    out = await lookup(tools, "What is the weather like in Lisbon tomorrow?")
+    assert out["answer"] == "miss" and out["candidates"] == [] and "plan afresh" in out["next"]
+
+
+async def test_the_floor_decides_between_candidate_and_miss(mount_tools: Callable[..., Any]) -> None:
+    low, _ = await mount_tools(plans={"candidate_floor": 0.0})
+    await store(low, FASTER, FASTER_PLAN)
+    assert (await lookup(low, "Make the dough rise faster"))["answer"] == "candidate"
+    high, _ = await mount_tools(agent_identity="bob", plans={"candidate_floor": 0.99})
+    await store(high, FASTER, FASTER_PLAN)
+    assert (await lookup(high, "Make the player walk faster"))["answer"] == "miss"
+    assert (await lookup(high, "please make the player move faster"))["answer"] == "hit"  # certified: any floor
+
+
+async def test_the_old_threshold_setting_keeps_its_meaning_or_is_refused(mount_tools: Callable[..., Any]) -> None:
+    from amplifier_module_tool_agent_memory.config import ConfigError, parse_config
+
+    assert parse_config({"plans": {"similarity_threshold": 0.7}}).plans.candidate_floor == 0.7
+    with pytest.raises(ConfigError, match="replaced by candidate_floor"):
+        parse_config({"plans": {"similarity_threshold": 0.7, "candidate_floor": 0.5}})
+
+
+async def test_a_rewarded_candidate_counts_a_use(tools: dict[str, Any]) -> None:
+    stored = await store(tools, FASTER, FASTER_PLAN)
+    out = await lookup(tools, "Make the player walk faster")
+    assert out["candidates"][0]["uses"] == 0
+    await reward(tools, plan_id=stored["plan_id"], success=True)
+    assert (await lookup(tools, FASTER))["uses"] == 2  # the candidate's use, then this hit
+
+
+async def test_an_adapted_plan_is_stored_derived_from_its_template(tools: dict[str, Any]) -> None:
+    template = await store(tools, "Allow only admins to call DELETE /api/projects/{id}", FASTER_PLAN)
+    adapted = output_of(await tools["plan_store"].execute({
+        "prompt": "Allow only admins to call PUT /api/projects/{id}", "actions": MUSIC_PLAN,
+        "derived_from": template["plan_id"]}))
+    got = output_of(await tools["plan_get"].execute({"plan_id": adapted["plan_id"]}))
+    assert got["derived_from"] == template["plan_id"] and got["actions"] == MUSIC_PLAN
+    err = error_of(await tools["plan_store"].execute({"prompt": "x y", "actions": MUSIC_PLAN,
+                                                      "derived_from": plan_id_for("never stored")}))
+    assert err["type"] == "not_found"
+
+
+async def test_plans_can_be_listed_read_and_forgotten(tools: dict[str, Any]) -> None:
+    faster = await store(tools, FASTER, FASTER_PLAN)
+    await store(tools, MUSIC, MUSIC_PLAN)
+    listed = output_of(await tools["plan_list"].execute({}))
+    assert listed["total"] == 2 and [p["prompt"] for p in listed["plans"]] == [MUSIC, FASTER]
+    only = output_of(await tools["plan_list"].execute({"contains": "player"}))
+    assert [p["plan_id"] for p in only["plans"]] == [faster["plan_id"]]
+    got = output_of(await tools["plan_get"].execute({"plan_id": faster["plan_id"]}))
+    assert got["actions"] == FASTER_PLAN
+    gone = output_of(await tools["plan_forget"].execute({"plan_id": faster["plan_id"]}))
+    assert gone == {"plan_id": faster["plan_id"], "forgotten": True, "prompt": FASTER, "identity": "alice"}
+    assert (await lookup(tools, FASTER))["hit"] is False
+    err = error_of(await tools["plan_forget"].execute({"plan_id": faster["plan_id"]}))
+    assert err["type"] == "not_found"
 
 
 async def test_lookup_in_an_empty_cache_is_a_miss_without_candidates(tools: dict[str, Any]) -> None:
-    assert await lookup(tools, FASTER) == {"hit": False, "answer": "miss", "candidates": [], "identity": "alice"}
+    out = await lookup(tools, FASTER)
+    assert (out["hit"], out["answer"], out["candidates"]) == (False, "miss", [])
 
 
 async def test_top_k_bounds_the_candidates_considered(tools: dict[str, Any]) -> None:
     await store(tools, FASTER, FASTER_PLAN)
     await store(tools, MUSIC, MUSIC_PLAN)
     await store(tools, "Double the jump height of the player", MUSIC_PLAN)
-    miss = await lookup(tools, "Rename the save file format to JSON", top_k=2)
-    assert miss["hit"] is False
-    assert len(miss["candidates"]) == 2
+    out = await lookup(tools, "Make the player jump faster", top_k=2)
+    assert out["hit"] is False
+    assert len(out["candidates"]) <= 2 and out["candidates"]
 
 
 async def test_storing_a_prompt_with_the_same_normal_form_overwrites_its_plan(tools: dict[str, Any]) -> None:
@@ -274,16 +307,8 @@ async def test_tunables_come_from_the_config(mount_tools: Callable[..., Any]) ->
     assert (out["score"], out["stale"]) == (0.5, True)
 
 
-async def test_a_threshold_above_the_cosine_turns_a_candidate_into_a_miss(mount_tools: Callable[..., Any]) -> None:
-    tools, _ = await mount_tools(plans={"similarity_threshold": 0.99})
-    await store(tools, GZIP, GZIP_PLAN)
-    out = await lookup(tools, "Shrink last night's logs into a gzip bundle")
-    assert out["answer"] == "miss"
-    assert out["candidates"][0]["decided"] is False
-
-
 async def test_every_plan_event_carries_identity_plan_id_similarity_and_latency(
-    mount_tools: Callable[..., Any],
+    mount_tools: Callable[..., Any], tool_timer: float
 ) -> None:
     tools, coordinator = await mount_tools()
     seen: list[tuple[str, dict[str, Any]]] = []
@@ -298,12 +323,12 @@ async def test_every_plan_event_carries_identity_plan_id_similarity_and_latency(
     await lookup(tools, FASTER)
     await lookup(tools, "Make the player move faster than 9 m/s")
     await reward(tools, plan_id=plan_id, success=False, tool_failure=True)
-    assert [e for e, _ in seen] == ["plan:stored", "plan:hit", "plan:miss", "plan:reward", "plan:stale"]
+    assert [e for e, _ in seen] == ["plan:stored", "plan:hit", "plan:candidate", "plan:reward", "plan:stale"]
     for event, data in seen:
         assert data["identity"] == "alice", event
         assert data["plan_id"] == plan_id, event
         assert "similarity" in data, event
-        assert data["latency_ms"] >= 0, event
+        assert data["latency_ms"] == tool_timer, event  # the call's own start-to-end time
     assert seen[1][1]["similarity"] == pytest.approx(1.0, abs=1e-3)
 
 
@@ -326,5 +351,8 @@ async def test_building_the_index_keeps_every_plan_findable(make_runtime: Callab
     tools = runtime_tools(rt)
     plan_id = (await store(tools, FASTER, FASTER_PLAN))["plan_id"]
     await store(tools, MUSIC, MUSIC_PLAN)
-    assert rt.plans().build_index() >= 0  # small stores stay a brute-force segment; big ones get HNSW
+    assert rt.plans().unindexed() == 2
+    # Two unindexed plans make a build due: it runs (seconds spent, not 0.0 for "nothing due"). Edge keeps
+    # so small a collection a brute-force segment (nothing to link), so every plan must stay findable.
+    assert rt.plans().build_index() > 0.0
     assert (await lookup(tools, "please make the player move faster"))["plan_id"] == plan_id

@@ -5,11 +5,13 @@ most storage.purge_prompt_max_points points, once the collection is idle (or at 
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from memory_helpers import DISTINCT_FACTS
@@ -88,19 +90,18 @@ def test_an_overwritten_plan_leaves_no_copy_of_its_old_actions_in_any_store_file
     assert b"/etc/new.conf" in on_disk
 
 
-def test_a_burst_of_requests_runs_the_job_once() -> None:
+def test_a_burst_of_requests_runs_the_job_once(purge_timer: Any) -> None:
     ran: list[float] = []
-    job = DebouncedJob("t", lambda: ran.append(time.monotonic()), quiet_s=0.3, max_wait_s=5.0)
-    try:
-        for _ in range(4):
-            job.request()
-        deadline = time.monotonic() + _PATIENCE_S
-        while not ran and time.monotonic() < deadline:
-            time.sleep(0.02)
-        time.sleep(0.6)  # past the quiet time again: nothing more was due
-    finally:
-        job.stop()
-    assert len(ran) == 1
+    job = DebouncedJob("t", lambda: ran.append(purge_timer()), quiet_s=0.3, max_wait_s=5.0,
+                       clock=purge_timer, background=False)
+    for _ in range(4):
+        job.request()
+        purge_timer.advance(0.1)  # a burst: each request within the quiet time of the last
+    assert not job.run_if_due()  # 0.1 s after the last request: still quiet time
+    purge_timer.advance(0.2)
+    assert job.run_if_due() and ran == [purge_timer()]  # 0.3 s after the last request
+    purge_timer.advance(10.0)
+    assert not job.run_if_due() and len(ran) == 1  # nothing more was due
 
 
 def test_closing_runs_a_purge_still_due(make_runtime: Callable[..., AgentMemory], root: Path) -> None:
@@ -111,17 +112,34 @@ def test_closing_runs_a_purge_still_due(make_runtime: Callable[..., AgentMemory]
     assert DISTINCT_FACTS[2].encode() not in _store_bytes(root / "alice")
 
 
-def test_a_steady_stream_of_requests_cannot_postpone_the_job_past_its_longest_wait() -> None:
+def test_a_steady_stream_of_requests_cannot_postpone_the_job_past_its_longest_wait(purge_timer: Any) -> None:
     ran: list[float] = []
-    job = DebouncedJob("t", lambda: ran.append(time.monotonic()), quiet_s=0.3, max_wait_s=0.6)
-    started = time.monotonic()
-    try:
-        while not ran and time.monotonic() - started < _PATIENCE_S:
-            job.request()  # never quiet for 0.3 s
-            time.sleep(0.05)
-    finally:
-        job.stop()
-    assert ran, "the job never ran while requests kept coming"
+    job = DebouncedJob("t", lambda: ran.append(purge_timer()), quiet_s=0.3, max_wait_s=0.6,
+                       clock=purge_timer, background=False)
+    first = purge_timer()
+    for _ in range(40):  # a request every 0.05 s for 2 s: never quiet for 0.3 s
+        job.request()
+        purge_timer.advance(0.05)
+        job.run_if_due()
+    # It ran at its longest wait after the first request still waiting, and again for the requests after it.
+    assert ran and ran[0] == pytest.approx(first + 0.6, abs=0.051)
+    assert [b - a for a, b in itertools.pairwise(ran)] == pytest.approx([0.6] * (len(ran) - 1), abs=0.051)
+
+
+def test_an_idle_request_waits_until_nothing_touched_the_owner_for_the_idle_time(purge_timer: Any) -> None:
+    ran: list[float] = []
+    job = DebouncedJob("t", lambda: ran.append(purge_timer()), quiet_s=0.3, max_wait_s=0.6, idle_s=3.0,
+                       clock=purge_timer, background=False)
+    job.request(idle=True)
+    for _ in range(30):  # a write every 0.2 s for 6 s: never idle for 3 s, and no longest wait
+        purge_timer.advance(0.2)
+        job.touch()
+        assert not job.run_if_due()
+    assert job.waits_for_idle
+    purge_timer.advance(2.9)
+    assert not job.run_if_due()
+    purge_timer.advance(0.1)
+    assert job.run_if_due() and len(ran) == 1 and not job.pending
 
 
 # Purges above the size bound wait for the collection to be idle (storage.purge_prompt_max_points): a small
@@ -135,39 +153,40 @@ def _fill(rt: AgentMemory, count: int = 8) -> list[str]:
 
 
 def test_a_forget_below_the_bound_is_purged_without_waiting_for_the_collection_to_be_idle(
-    make_runtime: Callable[..., AgentMemory], root: Path
+    make_runtime: Callable[..., AgentMemory], root: Path, purge_timer: Any
 ) -> None:
     rt = make_runtime(storage={"purge_idle_seconds": 3600.0})
+    rt.purge_timing = {"clock": purge_timer, "background": False}
     ids = _fill(rt)
     coll = _collection(rt, MEMORIES)
-    runs = coll.engine_purges
     rt.memory().forget(ids[3])
     assert not coll.engine_purge_waits_for_idle
-    _wait_for_purge(coll, runs)  # far sooner than the hour of idle time configured
+    assert not coll.run_engine_purge_if_due()  # due after the quiet time, not at once
+    purge_timer.advance(1.0)  # the quiet time, far sooner than the hour of idle time configured
+    assert coll.run_engine_purge_if_due()
     assert DISTINCT_FACTS[3].encode() not in _store_bytes(root / "alice")
 
 
 def test_above_the_bound_a_purge_waits_while_writes_keep_coming_then_runs_once_idle(
-    make_runtime: Callable[..., AgentMemory], root: Path
+    make_runtime: Callable[..., AgentMemory], root: Path, purge_timer: Any
 ) -> None:
     rt = make_runtime(storage=_ABOVE_BOUND)
+    rt.purge_timing = {"clock": purge_timer, "background": False}
     ids = _fill(rt)
     coll = _collection(rt, MEMORIES)
     runs = coll.engine_purges
     rt.memory().forget(ids[3])
     assert coll.engine_purge_waits_for_idle
     forgotten = DISTINCT_FACTS[3].encode()
-    # Writes every 0.2 s for twice the idle time: never idle for 3 s.
-    stop = time.monotonic() + 2 * _ABOVE_BOUND["purge_idle_seconds"]
-    written = 0
-    while time.monotonic() < stop:
+    # A write every 0.2 s for twice the idle time: never idle for 3 s.
+    for _ in range(30):
+        purge_timer.advance(0.2)
         rt.memory().store(MemoryStoreInput(content=f"Ticket {uuid.uuid4().hex} was triaged by the on-call engineer"))
-        written += 1
-        time.sleep(0.2)
-    assert written >= 10
-    assert coll.engine_purges == runs, "the purge ran while writes kept coming"
+        assert not coll.run_engine_purge_if_due(), "the purge ran while writes kept coming"
+    assert coll.engine_purges == runs
     assert forgotten in _store_bytes(root / "alice"), "nothing left to purge: the test shows nothing"
-    _wait_for_purge(coll, runs)  # the writes stopped: idle after 3 s
+    purge_timer.advance(_ABOVE_BOUND["purge_idle_seconds"])  # the writes stopped: idle for 3 s
+    assert coll.run_engine_purge_if_due() and coll.engine_purges == runs + 1
     assert forgotten not in _store_bytes(root / "alice")
 
 
@@ -202,18 +221,22 @@ def test_agent_memory_gc_runs_a_purge_waiting_for_idle_and_reports_it(
 
 
 def test_an_expired_cache_item_leaves_no_copy_in_any_store_file_once_swept_and_purged(
-    make_runtime: Callable[..., AgentMemory], root: Path
+    make_runtime: Callable[..., AgentMemory], root: Path, clock: Any, purge_timer: Any
 ) -> None:
     rt = make_runtime()
+    rt.clock = clock
+    rt.purge_timing = {"clock": purge_timer, "background": False}
     rt.cache().write(
-        CacheWriteInput(kind="fact", content="Scratch token quokka-zebra-1187 for the smoke run", ttl_minutes=0.001)
+        CacheWriteInput(kind="fact", content="Scratch token quokka-zebra-1187 for the smoke run", ttl_minutes=5)
     )
     rt.cache().write(CacheWriteInput(kind="fact", content="The build uses Bazel 7", ttl_minutes=0))
     coll = _collection(rt, CACHE)
-    runs = coll.engine_purges
-    time.sleep(0.2)  # past the item's 0.06 s lifetime
+    clock.advance(minutes=4, seconds=59)
+    assert rt.cache().sweep_expired() == 0  # within its lifetime
+    clock.advance(seconds=2)  # past the item's 5 minutes
     assert rt.cache().sweep_expired() == 1
-    _wait_for_purge(coll, runs)
+    purge_timer.advance(1.0)
+    assert coll.run_engine_purge_if_due()
     on_disk = _store_bytes(root / "alice")
     assert b"quokka-zebra-1187" not in on_disk
     assert b"Bazel 7" in on_disk

@@ -44,13 +44,13 @@ root, action, args = sys.argv[1], sys.argv[2], sys.argv[3:]
 if action == "read":
     # Every memory as the store answers it, without loading the embedding model (faster).
     from pathlib import Path
-    import qdrant_edge as qe
     from amplifier_module_tool_agent_memory.memory.service import MEMORIES
     from amplifier_module_tool_agent_memory.store.edge import acquire_store, release_store
+    from amplifier_module_tool_agent_memory.store.query import Scroll
     try:
         store = acquire_store(Path(root), "alice", "", 0, adopt_recorded_model=True)
         try:
-            records, _ = store.collection(MEMORIES).scroll(qe.ScrollRequest(limit=10_000, with_payload=True))
+            records, _ = store.collection(MEMORIES).scroll(Scroll(limit=10_000))
         finally:
             release_store(store)
         out = {"ids": sorted(str(r.id) for r in records), "contents": sorted(r.payload["content"] for r in records)}

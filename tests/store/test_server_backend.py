@@ -332,7 +332,7 @@ async def test_plan_index_status_and_build_go_through_the_server(
     actions = [{"tool": "edit_file", "args": {"path": "src/Player.cs", "find": "5f", "replace": "7.5f"}}]
     output_of(await tools["plan_store"].execute({"prompt": prompt, "actions": actions}))
     assert rt.plans().unindexed() == 1  # local mode never builds an HNSW index
-    assert rt.plans().build_index() >= 0
+    assert rt.plans().build_index() > 0.0  # due (one unindexed plan), so it ran; the server indexes by itself
     assert output_of(await tools["plan_lookup"].execute({"prompt": prompt}))["hit"] is True
 
 

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from .errors import ConfigError
 from .validation import describe_validation_error
@@ -124,12 +124,22 @@ class CacheConfig(_Strict):
 class PlanConfig(_Strict):
     """Plan cache (plan_* tools)."""
 
-    similarity_threshold: float = Field(
-        0.6,
+    # Chosen on dev.jsonl + dev-multidomain.jsonl (benchmarks/plans.py, floor sweep): at 0.40 the right plan is
+    # offered for 0.995 of rewordings, 0.99 of unrelated requests get no candidate, 1.30 candidates an answer;
+    # leave-one-domain-out picks 0.38-0.47 (docs/plans.md).
+    candidate_floor: float = Field(
+        0.40,
         ge=0.0,
         le=1.0,
-        description="Cosine from which a stored plan the comparison cannot decide on (or that differs only by "
-        "substituted words) is offered as a 'candidate' (hits need a decided restatement whatever this is).",
+        description="Cosine from which a stored plan that is not certified the same request is offered as a "
+        "'candidate' (with what differs named); under it the lookup is a 'miss' with no candidates.",
+    )
+    similarity_threshold: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description="Replaced by candidate_floor (same meaning: the cosine from which a candidate is offered); "
+        "still read as candidate_floor when that is not set.",
     )
     ema_alpha: float = Field(0.3, gt=0.0, le=1.0)
     stale_score: float = Field(0.2, ge=0.0, le=1.0)
@@ -138,6 +148,61 @@ class PlanConfig(_Strict):
     capture_skip_tools: tuple[str, ...] = Field(
         (), description="More tool names auto-capture leaves out of plans (besides read-only lookups and our own)."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _floor_from_old_name(cls, data: Any) -> Any:
+        """``similarity_threshold`` (before issue 16) keeps its meaning: the cosine from which a candidate is
+        offered, now ``candidate_floor``; both set to different values is refused."""
+        if not isinstance(data, dict) or data.get("similarity_threshold") is None:
+            return data
+        old = data["similarity_threshold"]
+        if "candidate_floor" in data and data["candidate_floor"] != old:
+            raise ValueError("similarity_threshold was replaced by candidate_floor: set only candidate_floor")
+        return {**data, "candidate_floor": old}
+
+
+class RecallGateConfig(_Strict):
+    """When recall injects anything: one recalled memory must match the prompt both by its words and by its
+    meaning. Its relevance is coverage + cosine_weight * cosine, where coverage is the share of the prompt's
+    content words (not names, not function words) the memory (with the remark before it) contains, by stem,
+    and cosine the dense similarity of the two. Calibrated with benchmarks/recall.py on half of the LoCoMo dev
+    conversations (most evidence injected while >= 0.75 of another conversation's questions, speakers renamed,
+    get nothing) and reported on the other half; see docs/recall.md."""
+
+    min_content_words: int = Field(
+        1, ge=1, le=20, description="Words of the prompt other than names and function words it must have."
+    )
+    cosine_weight: float = Field(2.25, ge=0.0, le=10.0, description="Weight of the cosine in a memory's relevance.")
+    min_relevance: float = Field(
+        1.575, ge=0.0, le=11.0,
+        description="Relevance (coverage + cosine_weight * cosine) one recalled memory must reach for anything "
+        "to be injected.",
+    )
+
+
+class RecallConfig(_Strict):
+    """Recall without being asked: relevant memories injected into each request of a turn (issue 18)."""
+
+    enabled: bool = Field(True, description="Inject recalled memories (and the briefing) into the model's requests.")
+    budget_tokens: int = Field(
+        400, ge=50, le=8000, description="Most tokens (characters / 4) of the recalled block on one request."
+    )
+    briefing_tokens: int = Field(
+        300, ge=0, le=8000,
+        description="Most tokens of the session's briefing (standing preferences and decisions); 0: no briefing.",
+    )
+    max_memories: int = Field(8, ge=1, le=50, description="Most memories in the recalled block.")
+    timeout_ms: float = Field(
+        500.0, gt=0, le=60_000,
+        description="Longest a request waits for recall; a late recall injects nothing into that request.",
+    )
+    sub_agents: Literal["recall", "full", "off"] = Field(
+        "recall",
+        description="What a sub-agent session (one with a parent) gets: recall for its prompts without the "
+        "briefing, recall and briefing, or nothing.",
+    )
+    gate: RecallGateConfig = RecallGateConfig()
 
 
 _PREFIX_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
@@ -227,7 +292,15 @@ class MemoryConfig(_Strict):
     memory: MemorySearchConfig = MemorySearchConfig()
     cache: CacheConfig = CacheConfig()
     plans: PlanConfig = PlanConfig()
+    judge: Literal["agent", "provider"] = Field(
+        "agent",
+        description="Who settles a near match the comparison cannot certify (memory and plans): 'agent' hands it "
+        "to the agent with what differs; 'provider' asks the session's LLM provider first (stream and thinking "
+        "off, judge_timeout_s) and falls back to the agent on any failure or timeout.",
+    )
+    judge_timeout_s: float = Field(20.0, gt=0, le=600, description="How long the provider judge may take per pair.")
     storage: StorageConfig = StorageConfig()
+    recall: RecallConfig = RecallConfig()
 
     @field_validator("storage_root")
     @classmethod

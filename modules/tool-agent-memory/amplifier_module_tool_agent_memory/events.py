@@ -9,6 +9,9 @@ MEMORY_EVENTS: tuple[str, ...] = (
     "memory:listed",
     "memory:forgotten",
     "memory:unlinked",
+    "memory:recalled",
+    "memory:linked",
+    "memory:unmerged",
 )
 CACHE_EVENTS: tuple[str, ...] = (
     "cache:written",
@@ -26,5 +29,9 @@ PLAN_EVENTS: tuple[str, ...] = (
     "plan:stored",
     "plan:reward",
     "plan:stale",
+    "plan:listed",
+    "plan:read",
+    "plan:forgotten",
+    "plan:used",
 )
 EVENTS: tuple[str, ...] = MEMORY_EVENTS + CACHE_EVENTS + PLAN_EVENTS

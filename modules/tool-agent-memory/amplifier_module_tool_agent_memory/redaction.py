@@ -658,6 +658,12 @@ class RedactingFilter(logging.Filter):
             if record.exc_info and not record.exc_text:
                 # Formatters reuse exc_text when it is set: the traceback is shown redacted.
                 record.exc_text = redact_text(logging.Formatter().formatException(record.exc_info))
+            if record.exc_text:
+                # The exception itself still holds its unredacted message, and a handler that renders
+                # exc_info on its own (rich, error trackers) would show it: only the redacted text is left.
+                record.exc_info = None
+            if record.stack_info:
+                record.stack_info = redact_text(record.stack_info)
         except Exception:  # a log line must never fail the caller
             return True
         return True

@@ -12,8 +12,10 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import activity
 from .config import MemoryConfig, parse_config
 from .errors import AgentMemoryError, ConfigError, IdentityError
 from .identity import ResolvedIdentity, resolve_identity
@@ -24,6 +26,7 @@ from .store.sharing import acquire_shared_store
 
 if TYPE_CHECKING:
     from .cache.service import CacheService
+    from .compare import Judge
     from .embeddings.providers import CachedEmbedder
     from .memory.service import MemoryService
     from .plans.service import PlanService
@@ -61,10 +64,14 @@ class AgentMemory:
         self.coordinator = coordinator
         self.session_id = session_id
         self.clock = clock
+        # The engine purge's timing (store/purge.py): None is the default policy (monotonic clock, a background
+        # thread). Tests set one with a clock they move by hand before the store opens.
+        self.purge_timing: dict[str, Any] | None = None
         self._store: Store | None = None
         self._services: dict[str, Any] = {}
         self._lock = threading.RLock()
         self._closed = False
+        self._activity: Path | None = None
 
     @classmethod
     def from_mount(
@@ -155,7 +162,9 @@ class AgentMemory:
                         embedder.model_id,
                         embedder.dim,
                         adopt_recorded_model=self.adopt_recorded_model,
-                        purge=PurgePolicy(storage.purge_prompt_max_points, storage.purge_idle_seconds),
+                        purge=PurgePolicy(
+                            storage.purge_prompt_max_points, storage.purge_idle_seconds, **(self.purge_timing or {})
+                        ),
                         wait_s=storage.owner_wait_seconds,
                     )
                 logger.info(
@@ -221,15 +230,38 @@ class AgentMemory:
         from .plans.service import PLANS, PlanService
 
         def build() -> PlanService:
-            return PlanService(self.store().collection(PLANS), self.embedder(), self.config.plans, clock=self.clock)
+            return PlanService(self.store().collection(PLANS), self.embedder(), self.config.plans, clock=self.clock,
+                               judge=self.judge())
 
         svc: PlanService = self.service("plans", build)
         return svc
+
+    def judge(self) -> Judge | None:
+        """The judge of near matches certification leaves open: None for ``judge: agent`` (the default)."""
+        if self.config.judge != "provider":
+            return None
+        from .amplifier.llm_judge import ProviderJudge
+
+        return ProviderJudge(self.coordinator, self.config.judge_timeout_s)
+
+    def activity_folder(self) -> Path | None:
+        """Where this identity's activity log lives (beside its embedded store), once the identity is known."""
+        if self.identity is None or self.setup_error is not None:
+            return None
+        if self._activity is None:
+            try:
+                self._activity = self.config.resolved_root() / self.identity.name
+            except AgentMemoryError:
+                return None
+        return self._activity
 
     async def emit(self, event: str, data: dict[str, Any]) -> None:
         """Emit an event on the session's hooks (if any); never raises."""
         payload = {"identity": self.identity_name, **data}
         logger.info(event, extra={"event": event, **{f"ev_{k}": v for k, v in payload.items()}})
+        folder = self.activity_folder()
+        if folder is not None:
+            activity.record(folder, event, data)
         hooks = getattr(self.coordinator, "hooks", None)
         if hooks is None:
             return

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..cache.models import CacheItem
 from ..cache.summarise import SUMMARY_MAX_TOKENS, clip_to_tokens, summary_order
+from ..redaction import redact_text
 
 logger = logging.getLogger(__name__)
 
@@ -70,5 +71,7 @@ class LLMSummariser:
             future.cancel()
             logger.warning("LLM summariser failed; using the extractive summary", extra={"error": repr(exc)[:300]})
             return None
-        text = text.strip()
+        # The answer is new text that gets stored and embedded: redacted like every other stored text
+        # (the items it summarises were, but a model may still write a credential out).
+        text = redact_text(text.strip())
         return clip_to_tokens(text) if text else None

@@ -12,12 +12,16 @@ Listens to the kernel events an orchestrator emits for every turn:
 At the end of a turn:
 
 * when the turn had a ``plan_lookup`` hit (the agent replayed a cached plan), the plan is
-  rewarded: as a failure with ``tool_failure`` (so it goes stale at once) if any task call
-  failed, as a success if every call finished and the turn completed with status success;
-  nothing is stored (the plan that answered is already cached);
+  rewarded once: as a failure with ``tool_failure`` (so it goes stale at once) if any task call
+  failed, as a success if every call finished and the turn completed with status success,
+  unless the agent rewarded it itself with ``plan_reward`` in the turn; nothing is stored (the
+  plan that answered is already cached);
 * otherwise, when the turn completed with status success (or an orchestrator that reports
-  no status), every task call finished and none failed, the replayable calls are stored as
-  the plan of the turn's prompt.
+  no status), every task call finished and none failed: when ``plan_lookup`` answered
+  ``candidate`` and the turn replayed one candidate's actions unchanged, that is a use of that
+  plan (counted, and rewarded unless the agent did); else the replayable calls are stored as
+  the plan of the turn's prompt, ``derived_from`` the candidate whose steps (tool names in
+  order) they adapt, if any.
 
 Which calls are in a plan (:func:`is_replayable`): not the module's own tools
 (``memory_*``, ``cache_*``, ``plan_*``), not read-only lookups, not the names in
@@ -96,6 +100,9 @@ class _Turn:
     prompt: str
     calls: list[_Call] = field(default_factory=list)
     hit_plan_id: str | None = None
+    candidate_ids: list[str] = field(default_factory=list)
+    rewarded: set[str] = field(default_factory=set)
+    """Plans the agent rewarded itself in this turn (never rewarded twice)."""
     orphan_failures: int = 0
 
 
@@ -192,6 +199,12 @@ class PlanCapture:
             out = _output(result)
             if out.get("hit") and isinstance(out.get("plan_id"), str):
                 self.turn.hit_plan_id = out["plan_id"]
+            elif isinstance(out.get("candidates"), list):
+                self.turn.candidate_ids += [
+                    c["plan_id"] for c in out["candidates"] if isinstance(c, dict) and isinstance(c.get("plan_id"), str)
+                ]
+        if tool == "plan_reward" and ok and isinstance(_output(result).get("plan_id"), str):
+            self.turn.rewarded.add(_output(result)["plan_id"])
         return _continue()
 
     async def on_tool_error(self, event: str, data: dict[str, Any]) -> Any:
@@ -222,6 +235,8 @@ class PlanCapture:
         unfinished = sum(1 for c in task_calls if not c.done)
         completed = status in (None, "success")
         if turn.hit_plan_id is not None:
+            if turn.hit_plan_id in turn.rewarded:
+                return  # the agent rewarded the plan itself: once is enough
             if failed:
                 await self._reward(turn.hit_plan_id, success=False)
             elif completed and not unfinished:
@@ -232,14 +247,50 @@ class PlanCapture:
             logger.debug("turn not captured", extra={"status": status, "failed": failed, "unfinished": unfinished,
                                                      "steps": len(actions)})
             return
-        await self._store(turn.prompt, actions)
+        template: str | None = None
+        for plan_id in dict.fromkeys(turn.candidate_ids):
+            stored = await self._actions(plan_id)
+            if stored == actions:
+                await self._use(plan_id, rewarded=plan_id in turn.rewarded)
+                return
+            if template is None and stored is not None and [a.get("tool") for a in stored] == [
+                a["tool"] for a in actions
+            ]:
+                template = plan_id
+        await self._store(turn.prompt, actions, template)
 
-    async def _store(self, prompt: str, actions: list[dict[str, Any]]) -> None:
+    async def _actions(self, plan_id: str) -> list[dict[str, Any]] | None:
+        from ..errors import NotFound
+
+        try:
+            plan = await asyncio.to_thread(self.runtime.plans().get, plan_id)
+        except NotFound:
+            return None
+        actions = plan.get("actions")
+        return actions if isinstance(actions, list) else None
+
+    async def _use(self, plan_id: str, rewarded: bool) -> None:
+        """A candidate replayed unchanged: a use of that plan (and its success, unless the agent reported it)."""
+        from ..errors import NotFound
+
+        if rewarded:
+            return  # the agent's plan_reward of an offered candidate counted the use and the outcome
+        started = time.perf_counter()
+        try:
+            uses = await asyncio.to_thread(self.runtime.plans().use, plan_id)
+        except NotFound:
+            return
+        await self.runtime.emit("plan:used", {"plan_id": plan_id, "count": 1, "uses": uses,
+                                              "source": "auto_capture", "latency_ms": _ms(started)})
+        if not rewarded:
+            await self._reward(plan_id, success=True)
+
+    async def _store(self, prompt: str, actions: list[dict[str, Any]], derived_from: str | None = None) -> None:
         from ..plans.models import PlanStoreInput
 
         started = time.perf_counter()
         try:
-            inp = PlanStoreInput.model_validate({"prompt": prompt, "actions": actions})
+            inp = PlanStoreInput.model_validate({"prompt": prompt, "actions": actions, "derived_from": derived_from})
         except ValidationError as exc:
             # describe_validation_error names fields and rules only (str(exc) would quote the prompt and args).
             logger.info("turn not captured: not a valid plan", extra={"error": describe_validation_error(exc)[:300]})

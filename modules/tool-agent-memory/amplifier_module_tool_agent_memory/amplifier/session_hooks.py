@@ -21,8 +21,9 @@ def registrars() -> list[Registrar]:
     """Every feature's hook registrar (imported here, lazily, so mount stays cheap)."""
     from .cache_hooks import register as register_cache_hooks
     from .plan_capture import register as register_plan_capture
+    from .recall_hooks import register as register_recall
 
-    found: list[Registrar] = [register_cache_hooks, register_plan_capture]
+    found: list[Registrar] = [register_cache_hooks, register_plan_capture, register_recall]
     return found
 
 

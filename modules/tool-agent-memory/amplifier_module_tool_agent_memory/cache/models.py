@@ -13,10 +13,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
-from ..memory.models import check_point_id, parse_timestamp
 from ..redaction import redact
 from ..store.contract import iso
-from ..validation import ToolInput
+from ..validation import ToolInput, check_point_id, parse_timestamp
 
 CacheKind = Literal["fact", "decision", "snippet", "warning"]
 CACHE_KINDS: tuple[str, ...] = ("fact", "decision", "snippet", "warning")

@@ -23,12 +23,13 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..compare import Comparator, Comparison, announced_update, says_a_change
+from ..compare.policy import ANNOUNCED_CANDIDATES, merges, replaces
 from ..config import CacheConfig
 from ..embeddings.providers import Embedder
 from ..errors import InvalidInput, NotFound
-from ..memory.service import ANNOUNCED_CANDIDATES
 from ..redaction import redact_fields
 from ..store.contract import DENSE, Collection, CollectionSpec, IndexSpec, iso
+from ..store.query import Match, Order, Range, Scroll, all_of, where
 from ..tokens import count_tokens
 from .calls import CURRENT_CALL, notify
 from .models import (
@@ -40,7 +41,6 @@ from .models import (
     CacheWriteInput,
 )
 from .pack import FAR_FUTURE, build_pack, finish
-from .replace import judge
 from .state import CachedPack, ScopeState
 from .summarise import Summariser, extractive_lines, render_summary
 
@@ -53,10 +53,6 @@ logger = logging.getLogger(__name__)
 # Live items of the same kind compared with a new one: one, as for long-term memory
 # (memory/service.py COMPARE_CANDIDATES).
 COMPARE_CANDIDATES = 1
-# A cache merge drops the newer text (an item holds one content), so a restatement merges only
-# from this cosine: the lowest of the restatements the comparison merged in half A of the updates
-# dev file (0.883); on LoCoMo chat fragments it called different remarks the same at 0.80-0.86.
-MERGE_COSINE = 0.88
 
 CACHE = CollectionSpec(
     "cache",
@@ -164,16 +160,12 @@ class CacheService:
         return payload.get("status") != "open" or int(payload.get("version", 0)) > st.version
 
     def _load_scope(self, scope: str) -> ScopeState:
-        import qdrant_edge as qe
-
         st = ScopeState(scope)
-        flt = qe.Filter(must=[qe.FieldCondition("scope", match=qe.MatchValue(scope))])
+        flt = where(scope=scope)
         items: list[tuple[CacheItem, list[float]]] = []
         offset: Any = None
         while True:
-            records, offset = self.coll.scroll(
-                qe.ScrollRequest(offset=offset, limit=512, filter=flt, with_payload=True, with_vector=True)
-            )
+            records, offset = self.coll.scroll(Scroll(offset=offset, limit=512, filter=flt, with_vector=True))
             for rec in records:
                 payload = {**dict(rec.payload or {}), "id": str(rec.id)}
                 vec = (rec.vector or {}).get(DENSE)
@@ -222,38 +214,22 @@ class CacheService:
     # Sweeping expired items
 
     def _earliest_expiry(self) -> datetime:
-        import qdrant_edge as qe
-
-        records, _ = self.coll.scroll(
-            qe.ScrollRequest(
-                limit=1,
-                filter=qe.Filter(must=[qe.FieldCondition("type", match=qe.MatchValue("item"))]),
-                with_payload=True,
-                order_by=qe.OrderBy("ttl_expires_at", direction=qe.Direction.Asc),
-            )
-        )
+        records, _ = self.coll.scroll(Scroll(limit=1, filter=where(type="item"), order=Order("ttl_expires_at")))
         if not records:
             return FAR_FUTURE
         stamp = (records[0].payload or {}).get("ttl_expires_at")
         return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")) if stamp else FAR_FUTURE
 
     def _sweep(self, now: datetime, limit: int | None) -> int:
-        import qdrant_edge as qe
-
         state = _state_of(self.coll)
         if state.next_expiry is not None and now < state.next_expiry:
             return 0
         removed = 0
         drained = False
-        flt = qe.Filter(
-            must=[
-                qe.FieldCondition("type", match=qe.MatchValue("item")),
-                qe.FieldCondition("ttl_expires_at", range=qe.RangeDateTime(lte=iso(now))),
-            ]
-        )
+        flt = all_of(Match("type", "item"), Range("ttl_expires_at", lte=now))
         while limit is None or removed < limit:
             batch = self.config.sweep_batch if limit is None else min(self.config.sweep_batch, limit - removed)
-            records, _ = self.coll.scroll(qe.ScrollRequest(limit=batch, filter=flt, with_payload=True))
+            records, _ = self.coll.scroll(Scroll(limit=batch, filter=flt))
             if records:
                 self._remove_expired(state, [(str(r.id), dict(r.payload or {})) for r in records])
                 removed += len(records)
@@ -267,8 +243,6 @@ class CacheService:
         return removed
 
     def _remove_expired(self, state: _CacheState, records: list[tuple[str, dict[str, Any]]]) -> None:
-        import qdrant_edge as qe
-
         self.coll.delete([rid for rid, _ in records])
         touched_blocks: dict[str, str] = {}
         for rid, payload in records:
@@ -286,7 +260,7 @@ class CacheService:
                     st.remove_block(block_id)
                     emptied.append(block_id)
                 continue
-            remaining = self.coll.count(qe.Filter(must=[qe.FieldCondition("block_id", match=qe.MatchValue(block_id))]))
+            remaining = self.coll.count(where(block_id=block_id))
             stored = self.coll.retrieve([block_id])
             if remaining == 0 and stored and (stored[0].payload or {}).get("status") == "closed":
                 emptied.append(block_id)
@@ -344,14 +318,10 @@ class CacheService:
         return block, new_block
 
     def _evict(self, st: ScopeState) -> None:
-        import qdrant_edge as qe
-
         closed = sorted((b for b in st.blocks.values() if b.status == "closed"), key=lambda b: b.seq)
         while len(closed) > self.config.max_closed_blocks:
             oldest = closed.pop(0)
-            self.coll.delete_by_filter(
-                qe.Filter(must=[qe.FieldCondition("block_id", match=qe.MatchValue(oldest.id))])
-            )
+            self.coll.delete_by_filter(where(block_id=oldest.id))
             self.coll.delete([oldest.id])
             item_ids = st.remove_block(oldest.id)
             notify(
@@ -426,8 +396,9 @@ class CacheService:
         """("same" | "changed", the live item, the comparison) for the nearest live items of ``kind``; None: new.
 
         Live items at least ``dedup_threshold`` similar are compared, nearest first; the first
-        restatement or change answers (``replace.judge`` decides from the comparison and where the
-        texts differ; the cosine bounds the work).
+        restatement or change answers. A merge keeps one text and drops the other, so only a pair certified
+        the same merges (``compare.policy.merges``); a change replaces by ``compare.policy.replaces``; anything
+        else keeps both (the cosine only bounds the work).
         """
         # A new item with a marker of change is compared with as many nearest live items as a memory is, whatever
         # their cosine, and replaces only one it announces a change of.
@@ -440,9 +411,10 @@ class CacheService:
             if far and not (announcing and announced_update(item.content, content)):
                 continue
             comparison = self.comparator.compare(item.content, content, vectors=(st.vecs[item.id].tolist(), vec))
-            verdict = judge(comparison, item.content, content, MERGE_COSINE)
-            if verdict is not None and not (far and verdict == "same"):
-                return verdict, item, comparison
+            if not far and merges(item.content, content):
+                return "same", item, comparison
+            if replaces(comparison, item.content, content):
+                return "changed", item, comparison
         return None
 
     def write(self, inp: CacheWriteInput) -> dict[str, Any]:
@@ -691,6 +663,47 @@ class CacheService:
             if result["summary_generated"]:
                 results.append(result)
         return results
+
+    # Looking without touching (the viewer)
+
+    def scopes(self, limit: int = 200) -> list[str]:
+        """The scopes that have blocks in the store, most recently started first (at most ``limit``)."""
+        newest: dict[str, str] = {}
+        offset: Any = None
+        while True:
+            records, offset = self.coll.scroll(Scroll(offset=offset, limit=512, filter=where(type="block")))
+            for rec in records:
+                payload = dict(rec.payload or {})
+                scope, created = str(payload.get("scope", "")), str(payload.get("created_at", ""))
+                if scope and created > newest.get(scope, ""):
+                    newest[scope] = created
+            if offset is None:
+                break
+        return sorted(newest, key=lambda name: newest[name], reverse=True)[:limit]
+
+    def peek(self, scope: str, budget: int) -> dict[str, Any]:
+        """A scope as the store holds it now: live items, blocks with their summaries, and the pack the
+        agent would get for ``budget`` tokens. Reads a fresh copy and changes nothing: no access count,
+        no TTL, no pack cache, no touched scope (cache_get and cache_pack do all four)."""
+        st = self._load_scope(scope)
+        now = self._now()
+        blocks = []
+        for block in sorted(st.blocks.values(), key=lambda b: b.seq, reverse=True):
+            live = st.live_items_of(block.id, now)
+            blocks.append(
+                {
+                    "block_id": block.id,
+                    "seq": block.seq,
+                    "status": block.status,
+                    "summary": self._summary_of(st, block, live),
+                    "summary_source": block.summary_source,
+                    "created_at": iso(block.created_at),
+                    "closed_at": iso(block.closed_at) if block.closed_at else None,
+                    "items": [item.full_view() for item in live],
+                }
+            )
+        pack, _ = build_pack(st, budget, None, None, now, self.identity)
+        return {"scope": scope, "version": st.version, "blocks": blocks, "pack": finish(dict(pack))}
 
     # Packs
 

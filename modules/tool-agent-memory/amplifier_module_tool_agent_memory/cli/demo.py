@@ -89,7 +89,8 @@ PLAN_ACTIONS: list[dict[str, Any]] = [
     {"tool": "bash", "args": {"command": "pnpm install --frozen-lockfile && pnpm run build"}},
     {"tool": "bash", "args": {"command": "kubectl apply -f k8s/billing/staging.yaml"}},
 ]
-PLAN_REWORDING = "Could you deploy our billing service to staging, please?"
+# Politeness and articles only: certified the same request, so replayed (a looser rewording is a candidate).
+PLAN_REWORDING = "Could you deploy the billing service to staging, please?"
 # Replaying the staging plan here would deploy to the wrong place: never a hit (a candidate naming the swap).
 PLAN_NEAR_MISS = "Deploy the billing service to production"
 
@@ -103,9 +104,10 @@ CACHE_NOTES: tuple[dict[str, Any], ...] = (
     {"kind": "warning", "content": "test_invoice_totals fails: expects 1999, gets 2000 after the tax step."},
     {"kind": "decision", "content": "Round only the invoice total, not each line item, to stop double rounding."},
     {
-        # Said again in other words: merges into the first note instead of adding a line.
+        # Said again (case, punctuation, an article): certified the same, so it merges into the first note
+        # instead of adding a line. A looser rewording stays a second item (a cache merge drops a wording).
         "kind": "fact",
-        "content": "Totals in src/billing/invoice.ts are computed in cents, and rounding happens once at the end.",
+        "content": "totals in src/billing/invoice.ts are computed in cents - the rounding happens once at the end",
         "file_ref": "src/billing/invoice.ts",
     },
 )
@@ -227,8 +229,8 @@ async def _plans(tools: dict[str, Any], say: Narrator, timings: dict[str, list[f
                 verdict += f" (similarity {out['similarity']})"
         else:
             nearest = out.get("candidates") or []
-            reason = f" ({nearest[0]['reason']})" if nearest else ""
-            verdict = f"{out.get('answer', 'miss')}{reason}"
+            differs = "; ".join(nearest[0].get("differences") or []) if nearest else ""
+            verdict = f"{out.get('answer', 'miss')}" + (f" (differs: {differs})" if differs else "")
         say.say(f"  plan_lookup {prompt!r} [{label}]: {verdict}")
         lookups.append({**out, "label": label, "query": prompt})
         if out.get("hit") and "plan_reward" in tools:

@@ -25,14 +25,16 @@ from typing import IO, TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..config import DEFAULT_STORAGE_ROOT, ROOT_ENV, MemoryConfig
+from ..config import DEFAULT_STORAGE_ROOT, ROOT_ENV
 from ..errors import AgentMemoryError, ConfigError, IdentityError, InvalidInput
 from ..identity import DEFAULT_IDENTITY, IDENTITY_ENV, validate_identity
 from ..redaction import redact_text
 from ..validation import describe_validation_error
 from .config_file import CliError
 from .mcp import register as register_mcp
+from .plans import register as register_plans
 from .settings import build_config, open_runtime, read_store_meta, resolve_cli_identity
+from .ui import register as register_ui
 
 if TYPE_CHECKING:
     from ..runtime import AgentMemory
@@ -202,19 +204,14 @@ def _feature_counts(rt: AgentMemory, path: Path | None) -> dict[str, dict[str, i
 
 def _cache_counts(service: Any) -> dict[str, int]:
     """Items (and how many of them expired, awaiting ``gc``) and blocks of the working-memory cache."""
-    import qdrant_edge as qe
+    from ..store.contract import utc_now
+    from ..store.query import Match, Range, all_of, where
 
-    from ..store.contract import iso, utc_now
-
-    def of_type(kind: str, *more: Any) -> Any:
-        return qe.Filter(must=[qe.FieldCondition("type", match=qe.MatchValue(kind)), *more])
-
-    expired = qe.FieldCondition("ttl_expires_at", range=qe.RangeDateTime(lte=iso(utc_now())))
     coll = service.coll
     return {
-        "items": int(coll.count(of_type("item"))),
-        "expired": int(coll.count(of_type("item", expired))),
-        "blocks": int(coll.count(of_type("block"))),
+        "items": int(coll.count(where(type="item"))),
+        "expired": int(coll.count(all_of(Match("type", "item"), Range("ttl_expires_at", lte=utc_now())))),
+        "blocks": int(coll.count(where(type="block"))),
     }
 
 
@@ -337,7 +334,7 @@ def _output_stream(path: str | None) -> Iterator[IO[str]]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from ..maintenance.transfer import export_memories, journal_memory_service
+    from ..maintenance.transfer import export_lines, export_plans, journal_memory_service
     from .progress import Progress, wanted
 
     count = 0
@@ -352,151 +349,60 @@ def cmd_export(args: argparse.Namespace) -> int:
         def set_total(total: int) -> None:
             progress.total = total
 
-        records = export_memories(
-            rt.memory(),
+        lines = export_lines(
+            rt.memory,
             lambda: journal_memory_service(rt.store(), rt.embedder(), rt.config.memory),
             lambda message: print(f"{PROG}: warning: {message}", file=sys.stderr),
-            set_total,
+            model_id=rt.store().model_id if args.with_vectors else None,
+            set_total=set_total,
         )
-        for record in records:
-            out.write(record.model_dump_json() + "\n")
+        for line in lines:
+            out.write(line + "\n")
             count += 1
             progress.advance()
+        plans = 0
+        for line in export_plans(rt.plans()):
+            out.write(line + "\n")
+            plans += 1
         progress.finish()
     if args.out and args.out != "-":
-        summary = {"exported": count, "path": str(Path(args.out).expanduser()), "identity": identity}
+        summary = {"exported": count, "plans": plans, "path": str(Path(args.out).expanduser()), "identity": identity}
         if args.json:
             _print_json(summary)
         else:
-            print(f"exported {count} memories of identity {identity} to {summary['path']}")
+            print(f"exported {count} memories and {plans} plans of identity {identity} to {summary['path']}")
     return EXIT_OK
 
 
-def _read_for_reindex(
-    config: MemoryConfig, root: Path, identity: str
-) -> tuple[str, list[Any], list[tuple[str, dict[str, Any]]]]:
-    """The store's model, memories and plans, read without its model (it may no longer be installed)."""
-    import qdrant_edge as qe
-
-    from ..embeddings import get_embedder
-    from ..errors import StoreDamagedError
-    from ..memory.service import MEMORIES, MemoryService
-    from ..plans.service import PLANS
-    from ..store.edge import acquire_store, release_store
-    from ..store.rebuild import JournalView
-
-    # Export embeds nothing: the new model's embedder only satisfies the service's constructor.
-    embedder = get_embedder(config.embeddings)
-    store = acquire_store(root, identity, "", 0, adopt_recorded_model=True)
-    try:
-        try:
-            coll: Any = store.collection(MEMORIES)
-        except StoreDamagedError as exc:
-            print(f"{PROG}: warning: {exc}; reading the memories from the journal", file=sys.stderr)
-            coll = JournalView(MEMORIES.name, store.journal_only(MEMORIES))
-        records = list(MemoryService(coll, embedder, config.memory, thread="cli").export())
-        plans: list[tuple[str, dict[str, Any]]] = []
-        if (store.path / PLANS.name).is_dir():
-            plan_coll = store.collection(PLANS)
-            offset: Any = None
-            while True:
-                page, offset = plan_coll.scroll(qe.ScrollRequest(offset=offset, limit=256, with_payload=True))
-                plans.extend((str(p.id), dict(p.payload or {})) for p in page)
-                if offset is None:
-                    break
-        return store.model_id, records, plans
-    finally:
-        release_store(store)
+def _warn(message: str) -> None:
+    print(f"{PROG}: warning: {message}", file=sys.stderr)
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
     """Re-embed an identity's memories and plans with the configured model, into a fresh store."""
-    import shutil
-
-    from ..store.edge import STORE_META
+    from ..maintenance.reindex import reindex
     from .progress import Progress, wanted
 
     identity = resolve_cli_identity(getattr(args, "identity", None))
     config = build_config(args, identity.name)
-    if config.storage.backend != "edge":
-        raise CliError("reindex rebuilds an embedded store; on a server, export and import into new collections")
-    root = config.resolved_root()
-    path = root / identity.name
-    if not (path / STORE_META).is_file():
-        raise CliError(f"there is no memory store of identity {identity.name} under {root}")
-    aside = root / f".{identity.name}.before-reindex"
-    if aside.exists():
-        raise CliError(f"{aside} is left from an earlier reindex: move it back to {path} or delete it, then retry")
-    old_model, records, plans = _read_for_reindex(config, root, identity.name)
-    records.sort(key=lambda record: record.created_at)
-    path.rename(aside)
-    try:
-        with open_runtime(args) as new:
-            progress = Progress("reindexed", total=len(records) + len(plans), enabled=wanted(args.json))
-            memory = new.memory()
-            memory.coll.observer = progress.advance
-            memory.import_records(records, batch=new.config.embeddings.batch_size)
-            memory.coll.observer = None
-            if plans:
-                # A plan's vector is its prompt's (plans/service.py).
-                vectors = new.embedder().embed_documents([str(p.get("prompt", "")) for _, p in plans])
-                coll = new.plans().coll
-                coll.observer = progress.advance
-                coll.upsert([(pid, vec, payload) for (pid, payload), vec in zip(plans, vectors, strict=True)])
-                coll.observer = None
-            progress.finish()
-            new_model = new.store().model_id
-    except BaseException:
-        shutil.rmtree(path, ignore_errors=True)
-        aside.rename(path)
-        raise
-    shutil.rmtree(aside, ignore_errors=True)
-    result = {
-        "identity": identity.name,
-        "from_model": old_model,
-        "to_model": new_model,
-        "memories": len(records),
-        "plans": len(plans),
-    }
+    result = reindex(config, identity, Progress("reindexed", enabled=wanted(args.json)), _warn)
     if args.json:
         _print_json(result)
     else:
         print(
-            f"reindexed {len(records)} memories and {len(plans)} plans of identity {identity.name}: "
-            f"{old_model} -> {new_model} (the working-memory cache starts empty)"
+            f"reindexed {result['memories']} memories and {result['plans']} plans of identity {identity.name}: "
+            f"{result['from_model']} -> {result['to_model']} (the working-memory cache starts empty)"
         )
     return EXIT_OK
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
-    from ..cache.service import CACHE
-    from ..memory.service import MEMORIES
-    from ..plans.service import PLANS
-    from ..store.edge import JOURNAL_DIR, STORE_META, acquire_store, rebuild_collection, release_store
+    from ..maintenance.repair import repair
     from .progress import Progress, wanted
 
     identity = resolve_cli_identity(getattr(args, "identity", None))
     config = build_config(args, identity.name)
-    if config.storage.backend != "edge":
-        raise CliError("repair rebuilds an embedded store from its journal; a Qdrant server keeps its own data")
-    root = config.resolved_root()
-    if not (root / identity.name / STORE_META).is_file():
-        raise CliError(f"there is no memory store of identity {identity.name} under {root}")
-    store = acquire_store(root, identity.name, "", 0, adopt_recorded_model=True)
-    results = []
-    try:
-        for spec in (MEMORIES, CACHE, PLANS):
-            if not (store.path / JOURNAL_DIR / spec.name).is_dir():
-                continue
-            progress = Progress(f"repair {spec.name}: changes", enabled=wanted(args.json))
-
-            def set_total(total: int, bar: Progress = progress) -> None:
-                bar.total = total
-
-            results.append(rebuild_collection(store, spec, progress.advance, set_total))
-            progress.finish()
-    finally:
-        release_store(store)
+    results = repair(config, identity.name, lambda name: Progress(f"repair {name}: changes", enabled=wanted(args.json)))
     if args.json:
         _print_json({"identity": identity.name, "collections": results})
     else:
@@ -514,69 +420,94 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from ..maintenance.transfer import import_memories, parse_import_lines, read_lines
+    from ..maintenance.transfer import PlanWriter, check_import, check_vectors, import_checked, memory_writer
+    from .progress import Progress, wanted
 
-    source = "standard input" if args.file == "-" else args.file
-    records, repeated = parse_import_lines(read_lines(args.file), source)
-    result: dict[str, Any] = {"read": len(records) + repeated, "repeated_ids": repeated, "dry_run": args.dry_run}
-    if args.dry_run:
-        result["imported"] = 0
-        result["identity"] = resolve_cli_identity(getattr(args, "identity", None)).name
-    else:
-        from .progress import Progress, wanted
-
-        with open_runtime(args) as rt:
-            progress = Progress("imported", total=len(records), enabled=wanted(args.json))
-            try:
-                result.update(import_memories(rt.memory(), records, rt.config.embeddings.batch_size, progress.advance))
-            finally:
-                progress.finish()
-            result["identity"] = rt.identity_name
+    show = wanted(args.json)
+    checking = Progress("checked", enabled=show)
+    checked = check_import(args.file, checking.advance)
+    checking.finish()
+    try:
+        source = checked.source
+        repeated = checked.repeated
+        result: dict[str, Any] = {"read": checked.read, "repeated_ids": repeated, "dry_run": args.dry_run, "plans": 0}
+        models = sorted({model for model, _ in checked.vector_models})
+        if models:
+            result["vectors"] = {"models": models, "used": False}
+        if args.dry_run:
+            result["imported"] = 0
+            result["identity"] = resolve_cli_identity(getattr(args, "identity", None)).name
+        else:
+            with open_runtime(args) as rt:
+                use_vectors = bool(models) and not args.reembed
+                if use_vectors:
+                    check_vectors(checked, rt.embedder().model_id, rt.embedder().dim)
+                    result["vectors"]["used"] = True
+                progress = Progress("imported", total=checked.to_write, enabled=show)
+                try:
+                    result.update(
+                        import_checked(
+                            checked,
+                            {"memory": memory_writer(rt.memory()), "plan": lambda: PlanWriter(rt.plans())},
+                            use_vectors=use_vectors,
+                            batch=rt.config.embeddings.batch_size,
+                            advance=progress.advance,
+                        )
+                    )
+                finally:
+                    progress.finish()
+                result["identity"] = rt.identity_name
+    finally:
+        checked.close()
     if args.json:
         _print_json(result)
     elif args.dry_run:
-        print(f"{source}: {len(records)} valid memories; nothing written (--dry-run)")
+        counts = checked.counts
+        print(
+            f"{source}: {counts.get('memory', 0)} valid memories and {counts.get('plan', 0)} plans; "
+            "nothing written (--dry-run)"
+        )
     else:
         note = f" ({repeated} repeated ids: the last line of each won)" if repeated else ""
-        print(f"imported {result['imported']} memories into identity {result['identity']}{note}")
+        how = " (with their vectors: nothing embedded)" if result.get("vectors", {}).get("used") else ""
+        print(
+            f"imported {result['imported']} memories and {result['plans']} plans into identity "
+            f"{result['identity']}{how}{note}"
+        )
     return EXIT_OK
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
-    from ..cache.service import CACHE
-    from ..memory.service import MEMORIES
-    from ..plans.service import PLANS
-    from ..store.edge_collection import EdgeCollection
+    from ..maintenance.gc import collect_garbage
 
     identity = resolve_cli_identity(getattr(args, "identity", None))
-    config = build_config(args, identity.name)
-    removed = 0
-    purges: list[dict[str, Any]] = []
-    folder = config.resolved_root() / identity.name
-    embedded = config.storage.backend == "edge"
-    # Only collections that exist: do not create an embedded store (or a collection) just to find nothing.
-    specs = [spec for spec in (MEMORIES, CACHE, PLANS) if (folder / spec.name).is_dir()] if embedded else []
-    if not embedded or specs:
-        with open_runtime(args) as rt:
-            if not embedded or CACHE in specs:
-                removed = rt.cache().sweep_expired(limit=args.limit)
-            # After the sweep: its deletes are purged too. A purge above storage.purge_prompt_max_points waits
-            # for the collection to be idle; gc runs it (or any left by a session that ended without close) now.
-            for spec in specs:
-                coll = rt.store().collection(spec)
-                if isinstance(coll, EdgeCollection):
-                    purges.append(coll.purge_due())
+    result = collect_garbage(build_config(args, identity.name), identity, limit=args.limit)
     if args.json:
-        _print_json({"removed": removed, "identity": identity.name, "purges": purges})
+        _print_json(result)
     else:
-        print(f"removed {removed} expired working-memory items of identity {identity.name}")
-        for purge in purges:
+        print(f"removed {result['removed']} expired working-memory items of identity {identity.name}")
+        for purge in result["purges"]:
             if "seconds" not in purge:
                 print(f"{purge['collection']}: not purged ({purge['reason']}; `agent-memory repair` adds it)")
             elif purge["purged"]:
                 print(f"{purge['collection']}: purged deleted points from the engine's files in {purge['seconds']} s")
             else:
                 print(f"{purge['collection']}: nothing to purge (checked in {purge['seconds']} s)")
+    return EXIT_OK
+
+
+def cmd_delete_identity(args: argparse.Namespace) -> int:
+    from ..maintenance.identity import delete_identity
+
+    identity = resolve_cli_identity(getattr(args, "identity", None))
+    result = delete_identity(build_config(args, identity.name), identity.name, args.confirm)
+    if args.json:
+        _print_json(result)
+    elif result["backend"] == "server":
+        names = ", ".join(result["collections"]) or "none"
+        print(f"deleted identity {identity.name}: its server collections {names}")
+    else:
+        print(f"deleted identity {identity.name}: {result['path']} ({_human_bytes(result['bytes'])})")
     return EXIT_OK
 
 
@@ -668,10 +599,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("export", cmd_export, "write every memory as JSON lines")
     p.add_argument("--out", metavar="FILE", help="write to FILE (default standard output)")
+    p.add_argument(
+        "--with-vectors",
+        action="store_true",
+        help="add each memory's vectors and the model id (an import into a store of that model embeds nothing)",
+    )
 
     p = add("import", cmd_import, "import JSON lines written by export (all lines are checked first)")
     p.add_argument("file", metavar="FILE", help="JSONL file ('-' reads standard input)")
     p.add_argument("--dry-run", action="store_true", help="validate only; write nothing")
+    p.add_argument(
+        "--reembed", action="store_true", help="embed every memory, ignoring vectors the file carries"
+    )
 
     add("repair", cmd_repair, "rebuild the store's engine files from its journal (after damage)")
     add("reindex", cmd_reindex, "re-embed memories and plans with the model of --config (or the store's own)")
@@ -683,7 +622,12 @@ def build_parser() -> argparse.ArgumentParser:
         "text from the engine's files now (a purge waiting for an idle collection, or left by a crash)",
     )
     p.add_argument("--limit", type=_positive_int, metavar="N", help="remove at most N items (default all)")
+
+    p = add("delete-identity", cmd_delete_identity, "delete the identity's whole store for good (after --confirm)")
+    p.add_argument("--confirm", metavar="IDENTITY", help="the identity's name again: nothing is deleted without it")
     register_mcp(add)
+    register_plans(add)
+    register_ui(add)
     return parser
 
 

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 PACKAGE = "amplifier-module-tool-agent-memory"
 INSTALL_HINT = (
     f"agent-memory mcp needs the MCP Python SDK, an optional extra of this package: pip install '{PACKAGE}[mcp]' "
-    f"(uv: uv tool install '{PACKAGE}[mcp]' --from <this repository>, or uvx --from '{PACKAGE}[mcp]' agent-memory mcp)"
+    "(or add the SDK alone to the environment that runs agent-memory: pip install 'mcp>=2.3,<3'; "
+    "uv tool install --with 'mcp>=2.3,<3' ...; see docs/mcp.md)"
 )
 # The logger runtime.emit writes every event to (cache side events are logged once more by their service's
 # logger as they happen; the runtime's record is the one with the call's fields).

@@ -85,7 +85,7 @@ def _strip(tokens: list[str], phrases: tuple[tuple[str, ...], ...], at_start: bo
 @lru_cache(maxsize=8192)
 def words_in_place(text: str) -> tuple[Unit, ...]:
     """The words and values of ``text`` in order, without articles and politeness (the units certified)."""
-    reading = read(text)
+    reading = read(text.lower())  # case never changes a request (and "PLAYER'S" is read as "player's")
     slots = {slot.pos: slot for slot in reading.slots}
     tokens = list(reading.tokens)
     # "Do not deploy" says what "Don't deploy" says: the auxiliary before a negation carries nothing.

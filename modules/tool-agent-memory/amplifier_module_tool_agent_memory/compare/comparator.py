@@ -14,8 +14,7 @@ How it decides, in order:
    opposite of one the other text has instead (turn *on* / turn *off*).
    A negated opposite is the same ("no longer optional" / "required"); a negated synonym is not.
 3. **Roles and bounds**: a value or word that one text puts on the old side of a change (``from X
-   to``, ``X ->``, ``instead of X``) and the other on the new side, or two items that trade places
-   across "to" ("Convert the MP3 files to WAV" / "... WAV files to MP3"): swapped order; an amount
+   to``, ``X ->``, ``instead of X``) and the other on the new side: swapped order; an amount
    of change against the value reached ("by 150" / "to 150"). Values bounded in opposite ways
    ("at least" / "at most", ``lexicon.BOUNDS``) are a qualifier change.
 4. **Words**: every content word of each text must be accounted for by the other text:
@@ -82,11 +81,6 @@ class CompareSettings:
     framing_words: int = 1
     """Up to this many words one text adds that frame rather than restrict what both say are accounted for
     softly (see ``Comparator._settle_framing``); 0 counts every added word as a difference."""
-    subset_cosine: float | None = None
-    """When set, a second text that only leaves out words of the first (adds none, changes no value,
-    role or polarity, leaves out at most a third of the first's words) is SAME from this whole-text
-    cosine: a request may omit context its stored plan spelled out. None (the default) treats a
-    left-out word like any other difference."""
 
 
 @dataclass
@@ -200,7 +194,6 @@ class Comparator:
         diffs += self._particle_polarity(ra, rb)
         diffs += _bound_differences(ra, rb, side_a, side_b)
         diffs += self._role_differences(ra, rb)
-        diffs += _swapped_around_target(ra, rb)
         diffs += _swapped_pairing(ra, rb)
         s = self.settings
         # Aligned: most words shared, or the difference is confined to a few words amid shared words and values.
@@ -219,15 +212,6 @@ class Comparator:
             if framed:
                 return Comparison(Verdict.SAME, (), cosine, True,
                                   f"same values; {framed} frames what both say (cosine {cosine:.2f})")
-        # A request may leave out some context, not most of what the stored text says (a third at most).
-        if word_diffs and s.subset_cosine is not None and cosine >= s.subset_cosine and all(
-            d.new is None for d in word_diffs
-        ) and 3 * len(word_diffs) <= len(ra.items) and not any(
-            self._qualifier(ra, d.old) or self._second_action(ra, d.old) for d in word_diffs
-        ):
-            left_out = ", ".join(str(d.old) for d in word_diffs)
-            return Comparison(Verdict.SAME, (), cosine, True,
-                              f"same values; leaves out {left_out} (cosine {cosine:.2f})")
         if word_diffs:
             detail = "; ".join(d.describe() for d in word_diffs[:3])
             if aligned:
@@ -676,20 +660,6 @@ def _settle_repeats(side: _Side, other: _Side) -> None:
         side.matched |= side.repeats
 
 
-_TARGET_MARKERS = ("to", "into", "->")
-
-
-def _around_target(reading: Reading) -> tuple[set[str], set[str]] | None:
-    """The content keys before and after the first "X to Y" marker of a text (None without one)."""
-    tokens = reading.tokens
-    for k, t in enumerate(tokens):
-        if t in _TARGET_MARKERS and k > 0 and (t == "->" or tokens[k - 1] not in FUNCTION_WORDS):
-            keys = [x if x.startswith("<") else stem(x) for x in tokens if x.startswith("<") or x not in FUNCTION_WORDS]
-            split = sum(1 for x in tokens[:k] if x.startswith("<") or x not in FUNCTION_WORDS)
-            return set(keys[:split]), set(keys[split:])
-    return None
-
-
 def _value_after_names(reading: Reading, names: set[str], values: set[str]) -> dict[str, str]:
     """For each of ``names`` (names and code names, by stem), the first of ``values`` (slot keys) after it."""
     slots = sorted((slot.pos, slot.key) for slot in reading.slots if slot.key in values)
@@ -729,24 +699,6 @@ def _swapped_pairing(ra: Reading, rb: Reading) -> list[Difference]:
             if after_a[x] != after_a[y] and after_a[x] == after_b[y] and after_a[y] == after_b[x]:
                 return [Difference("order", f"{x} with {after_a[x]}", f"{x} with {after_b[x]}")]
     return []
-
-
-def _swapped_around_target(ra: Reading, rb: Reading) -> list[Difference]:
-    """Two items that trade places across "to" ("Convert the MP3 files to WAV" / "Convert the WAV files to
-    MP3"): an order change, even when the marker is too far from the first item to give it a role."""
-    sides_a, sides_b = _around_target(ra), _around_target(rb)
-    if sides_a is None or sides_b is None:
-        return []
-    moved_back = sorted((sides_a[0] & sides_b[1]) - sides_a[1] - sides_b[0])
-    moved_forward = sorted((sides_a[1] & sides_b[0]) - sides_a[0] - sides_b[1])
-    if not moved_back or not moved_forward or ra.roles.keys() & rb.roles.keys() & {*moved_back, *moved_forward}:
-        return []
-
-    def shown(key: str) -> str:
-        return key[1:-1].split(":", 1)[1] if key.startswith("<") else key
-
-    return [Difference("order", f"{shown(moved_back[0])} before {shown(moved_forward[0])}",
-                       f"{shown(moved_forward[0])} before {shown(moved_back[0])}")]
 
 
 def _by_initial(words: Iterable[str]) -> dict[str, list[str]]:

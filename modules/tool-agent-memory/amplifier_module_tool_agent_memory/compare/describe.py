@@ -93,9 +93,7 @@ def describe(a: str, b: str) -> tuple[Difference, ...]:
     moved = {u.key for _, new in replaced for u in new} | {u.key for run in added for u in run}
     moved &= {u.key for old, _ in replaced for u in old} | {u.key for run in removed for u in run}
     if moved:
-        shown = [u.text for u in wa if u.key in moved]
-        out.append(Difference("order", " ... ".join(dict.fromkeys(shown)),
-                              " ... ".join(dict.fromkeys(u.text for u in wb if u.key in moved))))
+        out.append(Difference("order", _around(wa, moved), _around(wb, moved)))
     for old, new in replaced:
         old_left = [u for u in old if u.key not in moved]
         new_left = [u for u in new if u.key not in moved]
@@ -112,7 +110,16 @@ def describe(a: str, b: str) -> tuple[Difference, ...]:
     for run in added:
         if new_run := [u for u in run if u.key not in moved]:
             out.append(Difference(_negation(new_run, "qualifier"), None, _text(new_run)))
+    if not out and [u.key for u in ua] != [u.key for u in ub]:
+        # The same words and the same values, interleaved otherwise ("deploy v2 to prod" / "v2: deploy to prod").
+        out.append(Difference("order", " ".join(u.text for u in ua), " ".join(u.text for u in ub)))
     return tuple(out)
+
+
+def _around(units: list[Unit], keys: set[str]) -> str:
+    """Each moved word with its neighbours ("archive with gzip"), so the agent sees where it stands."""
+    spans = [" ".join(u.text for u in units[max(0, k - 1) : k + 2]) for k, u in enumerate(units) if u.key in keys]
+    return " ... ".join(dict.fromkeys(spans))
 
 
 def _negation(units: list[Unit], otherwise: str) -> str:

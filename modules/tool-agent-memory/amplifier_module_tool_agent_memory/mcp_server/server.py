@@ -43,15 +43,17 @@ def _tool(spec: ToolSpec) -> types.Tool:
 
 
 def tool_result(answer: ToolAnswer) -> types.CallToolResult:
-    """A tool's answer as MCP says it: the output as structured content and as JSON text, or ``isError``."""
+    """A tool's answer as MCP says it: the output as structured content and as JSON text, or ``isError``
+    with ``{"error": {message, type, tool, identity}}`` as JSON text."""
     if answer.ok:
         assert answer.output is not None
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=_dump(answer.output))], structured_content=answer.output
         )
-    error = {"error": answer.error}
+    # No structuredContent on an error: clients check it against the tool's outputSchema, which describes
+    # a success (the MCP Inspector does so even for isError results). The text is the error object as JSON.
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=_dump(error))], structured_content=error, is_error=True
+        content=[types.TextContent(type="text", text=_dump({"error": answer.error}))], is_error=True
     )
 
 

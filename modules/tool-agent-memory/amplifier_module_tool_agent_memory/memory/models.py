@@ -15,8 +15,6 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from ..redaction import length_before_redaction
 from ..validation import ToolInput, check_point_id, parse_timestamp
 
-__all__ = ["check_point_id", "parse_timestamp"]  # re-exported: the cache and plan models import them from here
-
 MemoryKind = Literal["fact", "decision", "note", "preference", "event"]
 MAX_SEARCH_LIMIT = 20
 _DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -117,13 +115,18 @@ class MemorySearchInput(_Input):
     @field_validator("until", mode="before")
     @classmethod
     def _until(cls, value: object) -> datetime | None:
-        if value is None:
-            return None
-        ts = parse_timestamp(value)
-        if isinstance(value, str) and _DATE_ONLY.fullmatch(value.strip()):
-            # "until 2026-11-22" means through that day, not up to its first instant.
-            ts = ts.replace(hour=23, minute=59, second=59, microsecond=999_999)  # 9999-12-31 included
-        return ts
+        return parse_until(value)
+
+
+def parse_until(value: object) -> datetime | None:
+    """An inclusive upper time bound: a date alone means through the end of that day."""
+    if value is None:
+        return None
+    ts = parse_timestamp(value)
+    if isinstance(value, str) and _DATE_ONLY.fullmatch(value.strip()):
+        # "until 2026-11-22" means through that day, not up to its first instant.
+        ts = ts.replace(hour=23, minute=59, second=59, microsecond=999_999)  # 9999-12-31 included
+    return ts
 
 
 class MemoryIdInput(_Input):
@@ -137,6 +140,40 @@ class MemoryIdInput(_Input):
         return check_point_id(value)
 
 
+class MemoryLinkInput(_Input):
+    """Declare that one memory updates another."""
+
+    id: str = Field(..., min_length=1, max_length=64, description="The newer memory: the one that updates.")
+    supersedes: str = Field(
+        ...,
+        min_length=1,
+        max_length=64,
+        description="The older memory it replaces (kept, marked superseded_by; the newest of its chain is linked).",
+    )
+
+    @field_validator("id", "supersedes")
+    @classmethod
+    def _uuid(cls, value: str) -> str:
+        return check_point_id(value)
+
+
+class MemoryUnmergeInput(_Input):
+    """Undo a merge: a restated wording gets a memory of its own back."""
+
+    id: str = Field(..., min_length=1, max_length=64, description="The memory the wording was merged into.")
+    wording: str = Field(
+        ...,
+        min_length=1,
+        max_length=10_000,
+        description="The merged text, as stored (one of the memory's restated wordings; case and spaces aside).",
+    )
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return check_point_id(value)
+
+
 class MemoryListInput(_Input):
     """Page through memories, newest first."""
 
@@ -145,8 +182,38 @@ class MemoryListInput(_Input):
         None, description="Only memories created before this ISO-8601 time (pass the previous page's next_before)."
     )
     kind: MemoryKind | None = Field(None, description="Only this kind.")
+    since: datetime | None = Field(None, description="Only memories created at or after this ISO-8601 time.")
+    until: datetime | None = Field(
+        None, description="Only memories created at or before this ISO-8601 time (a date alone: the end of that day)."
+    )
+    tags: list[Tag] = Field(default_factory=list, max_length=50, description="Only memories with any of these tags.")
+    files: list[FilePath] = Field(default_factory=list, max_length=50, description="Only memories about these files.")
+    include_superseded: bool = Field(
+        True, strict=True, description="Also list memories a newer one replaced (marked superseded_by)."
+    )
 
-    @field_validator("before", mode="before")
+    @field_validator("before", "since", mode="before")
+    @classmethod
+    def _iso(cls, value: object) -> datetime | None:
+        return None if value is None else parse_timestamp(value)
+
+    @field_validator("until", mode="before")
+    @classmethod
+    def _until(cls, value: object) -> datetime | None:
+        return parse_until(value)
+
+
+class RestatedMeta(BaseModel):
+    """What a wording merged into a memory was stored with (given back when the merge is undone)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    tags: list[Tag] = Field(default_factory=list, max_length=50)
+    importance: float = Field(0.5, ge=0.0, le=1.0)
+    files: list[FilePath] = Field(default_factory=list, max_length=50)
+    created_at: datetime | None = None
+
+    @field_validator("created_at", mode="before")
     @classmethod
     def _iso(cls, value: object) -> datetime | None:
         return None if value is None else parse_timestamp(value)
@@ -169,6 +236,8 @@ class MemoryRecord(BaseModel):
     superseded_by: str | None = Field(None, max_length=64)
     restated: list[str] = Field(default_factory=list, max_length=5)
     """Other wordings merged into this memory (restatements), kept and searchable."""
+    restated_meta: list[RestatedMeta] = Field(default_factory=list, max_length=5)
+    """What each restated wording was stored with, in the same order (memory_unmerge gives it back)."""
 
     @field_validator("id")
     @classmethod

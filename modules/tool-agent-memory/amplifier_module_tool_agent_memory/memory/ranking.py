@@ -18,12 +18,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..store.contract import DENSE, Collection
-
-if TYPE_CHECKING:
-    import qdrant_edge
+from ..store.query import Bm25, Candidates, Filter, Fused, Nearest, Search
 
 CTX = "ctx"
 CONTENT = "content"
@@ -102,28 +100,16 @@ def boost_factor(payload: dict[str, Any], now: datetime, params: RetrievalParams
     return factor
 
 
-def build_request(
-    query_text: str, query_vec: list[float], flt: qdrant_edge.Filter | None, params: RetrievalParams
-) -> qdrant_edge.QueryRequest:
-    """The single Qdrant request: four prefetches fused by RRF."""
-    import qdrant_edge as qe
-
-    bm25 = qe.Bm25Params(k=params.bm25_k, b=params.bm25_b)
+def build_request(query_text: str, query_vec: list[float], flt: Filter | None, params: RetrievalParams) -> Search:
+    """The single store search: four candidate stages fused by RRF."""
     depth = params.prefetch_limit
-    prefetches = [
-        qe.Prefetch(limit=depth, query=qe.Query.Nearest(query_vec, using=DENSE), filter=flt),
-        qe.Prefetch(limit=depth, query=qe.Query.Nearest(query_vec, using=CTX), filter=flt),
-        qe.Prefetch(limit=depth, query=qe.TextQuery(CONTENT, query_text, bm25), filter=flt),
-        qe.Prefetch(limit=depth, query=qe.TextQuery(CTX_TEXT, query_text, bm25), filter=flt),
-    ]
-    return qe.QueryRequest(
-        limit=params.candidates,
-        prefetches=prefetches,
-        # The stub types `query` as Fusion, but Fusion.Rrf is a nested class, not a subclass.
-        query=qe.Fusion.Rrf(k=params.rrf_k),  # type: ignore[arg-type]
-        filter=flt,
-        with_payload=True,
+    stages = (
+        Candidates(Nearest(query_vec, using=DENSE), depth, flt),
+        Candidates(Nearest(query_vec, using=CTX), depth, flt),
+        Candidates(Bm25(CONTENT, query_text, params.bm25_k, params.bm25_b), depth, flt),
+        Candidates(Bm25(CTX_TEXT, query_text, params.bm25_k, params.bm25_b), depth, flt),
     )
+    return Search(Fused(stages, k=params.rrf_k), limit=params.candidates, filter=flt)
 
 
 def rerank(points: Sequence[Any], limit: int, now: datetime, params: RetrievalParams) -> list[Hit]:
@@ -151,7 +137,7 @@ def hybrid_search(
     query_text: str,
     query_vec: list[float],
     limit: int,
-    flt: qdrant_edge.Filter | None,
+    flt: Filter | None,
     now: datetime,
     params: RetrievalParams = RetrievalParams(),
 ) -> list[Hit]:

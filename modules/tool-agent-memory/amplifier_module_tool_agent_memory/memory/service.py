@@ -6,8 +6,6 @@ adapters run it off the event loop.
 
 from __future__ import annotations
 
-import hashlib
-import re
 import threading
 import uuid
 from collections import OrderedDict
@@ -17,38 +15,41 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..compare import (
-    Comparator,
-    Comparison,
-    Verdict,
-    announced_update,
-    announces_change,
-    another_subject,
-    says_a_change,
-)
+from ..compare import Comparator, Comparison, Verdict, announced_update, describe, says_a_change
+from ..compare.policy import ANNOUNCED_CANDIDATES, acts_as_update, left_open, may_update
 from ..compare.statement import one_statement, same_subject_new_value
-from ..compare.subject import same_values_of_another_thing
 from ..config import MemorySearchConfig
-from ..embeddings.providers import Embedder
+from ..embeddings.providers import Embedder, Vector
 from ..errors import InvalidInput, NotFound
 from ..redaction import redact_fields
 from ..store.contract import COMPACT_LAYOUT, DENSE, Collection, CollectionSpec, IndexSpec, iso, utc_now
+from ..store.query import AnyOf, Condition, Filter, IsEmpty, Match, Nearest, Order, Range, Scroll, Search, all_of, where
+from ..validation import parse_timestamp
 from .chains import (
     SUPERSEDED_BY,
     SUPERSEDES,
     Member,
     chain_of,
     current_first,
+    link,
     newest_of,
     repair_after_forget,
     unlink,
 )
+from .importing import MemoryImporter
 from .models import MemoryListInput, MemoryRecord, MemorySearchInput, MemoryStoreInput
+from .payload import content_hash
 from .ranking import CTX, MEMORY_VECTORS, Hit, RetrievalParams, context_text, hybrid_search
+from .record import export_record, full_view, public_view
+from .restated import (
+    RESTATED,
+    add_wording,
+    searchable_context,
+    take_wording,
+)
 
 if TYPE_CHECKING:
     import numpy as np
-    import qdrant_edge
 
 MEMORIES = CollectionSpec(
     "memories",
@@ -67,7 +68,6 @@ MEMORIES = CollectionSpec(
     layout=COMPACT_LAYOUT,
 )
 
-_WS = re.compile(r"\s+")
 # Brute force over 10k unindexed memories (two vectors each) costs a few ms a search; past that
 # the HNSW index is built, checked every INDEX_CHECK_EVERY writes and after every import.
 INDEX_AFTER_UNINDEXED = 10_000
@@ -80,101 +80,19 @@ UPDATABLE_KINDS = frozenset({"fact", "decision", "preference"})
 # file one, two and three candidates gave the same figures, and each comparison costs a store
 # ~3 ms (median; p95 ~14 ms on 2 loaded cores with long memories).
 COMPARE_CANDIDATES = 1
-# A new statement with a marker of change ("now", "switched", "from now on") is compared with this many
-# nearest memories of its kind, whatever their cosine, and acts only on one it announces a change of.
-ANNOUNCED_CANDIDATES = 3
 # A note is a remark made at one point of a conversation: its place in the thread (its
 # neighbours, its context window) is part of what it says, so a restated remark is kept unless
 # it is also nearly word for word the same (the near-duplicate cosine used before issue 9).
 # Merging every restatement of a note cost LoCoMo R@10 0.745 -> 0.733.
 NOTE_MERGE_COSINE = 0.95
-# A merge keeps the older memory and its wording as the memory's ``restated`` texts (the first
-# MAX_RESTATED), shown with it and found by BM25 through its ctx_text: a restatement the
-# comparison wrongly calls the same loses no text, so a decided restatement of a fact, decision,
-# preference or event merges at any cosine the gate lets through.
-RESTATED = "restated"
-MAX_RESTATED = 5
+# A merge keeps the older memory and adds the new wording to its ``restated`` texts (see
+# memory/restated.py), shown with it, found by BM25 through its ctx_text, and taken out again by
+# memory_unmerge: a restatement the comparison wrongly calls the same loses no text, so a decided
+# restatement of a fact, decision, preference or event merges at any cosine the gate lets through.
 # Pairs of search results whose comparison is remembered (a few hundred bytes each).
 CHANGES_REMEMBERED = 4096
-
-
-def searchable_context(ctx: str, restated: Sequence[str]) -> str:
-    """What ctx_text indexes: the context window, then the wordings merged into the memory."""
-    return "\n".join([ctx, *restated])
-
-
-def normalise_content(text: str) -> str:
-    """The form two memories must share to be exact duplicates: case- and whitespace-folded."""
-    return _WS.sub(" ", text).strip().casefold()
-
-
-def content_hash(text: str) -> str:
-    """sha256 of the normalised content."""
-    return hashlib.sha256(normalise_content(text).encode("utf-8")).hexdigest()
-
-
-def public_view(point_id: str, payload: dict[str, Any], score: float | None = None) -> dict[str, Any]:
-    """The compact shape tools return for one memory."""
-    view: dict[str, Any] = {
-        "id": point_id,
-        "content": payload.get("content", ""),
-        "kind": payload.get("kind", "note"),
-        "tags": payload.get("tags", []),
-        "created_at": payload.get("created_at"),
-    }
-    for key in (SUPERSEDES, SUPERSEDED_BY, RESTATED):
-        if payload.get(key):
-            view[key] = payload[key]
-    if score is not None:
-        view["score"] = round(score, 4)
-    return view
-
-
-# Most differences a decided change may name to be acted on as an update of one fact. Decided
-# changes of half A of the updates dev file name 1-3; two remarks of a conversation the
-# comparison calls "changed" (a number here, a dozen other words there) name 11-27, and
-# replacing one with the other would hide a true item. Half B: see README (updates figures).
-MAX_CHANGE_DIFFERENCES = 3
-
-
-def is_one_change(comparison: Comparison, older: str | None = None, newer: str | None = None) -> bool:
-    """A decided change of one fact: what the memory and cache act on (link, replace, reorder).
-
-    Given the two texts, a change that substitutes, adds or removes a word in the subject of either
-    (another thing, whatever else differs: "My dentist is Dr. Patel." / "My dermatologist is Dr.
-    Patel."; "The billing service runs on Python 3.9." / "The notifications service runs on Python
-    3.11.") is two facts, not one (``compare.subject.another_subject``); so is the same value said of
-    another thing anywhere in the statement (``compare.subject.same_values_of_another_thing``).
-    """
-    return (
-        comparison.decided
-        and comparison.verdict is Verdict.CHANGED
-        and len(comparison.differences) <= MAX_CHANGE_DIFFERENCES
-        and not (
-            older is not None
-            and newer is not None
-            and (another_subject(older, newer, comparison) or same_values_of_another_thing(older, newer, comparison))
-        )
-    )
-
-
-def left_open(comparison: Comparison) -> bool:
-    """The comparison called the pair neither a restatement nor something different: a change, or undecided."""
-    return not comparison.same and not (comparison.decided and comparison.verdict is Verdict.DIFFERENT)
-
-
-def acts_as_update(comparison: Comparison, older: str, newer: str) -> bool:
-    """``newer`` updates the fact ``older`` states: a decided change of one fact (``is_one_change``), or a
-    statement that announces its change of the same thing in other words ("My dentist is Dr. Okafor." /
-    "I switched dentists and now see Dr. Lindqvist.": ``compare.announces_change``) that the comparison
-    did not call a restatement or something different. A change told with its reasons may look like
-    something else to the comparison: it is still an update when it names what it changes
-    (``compare.announced_update``), never when the comparison called it a restatement."""
-    if is_one_change(comparison, older, newer):
-        return True
-    if left_open(comparison):
-        return announces_change(older, newer)
-    return not comparison.same and announced_update(older, newer)
+# Near memories a possible_updates answer lists at most (the memories compared with the new one).
+MAX_POSSIBLE_UPDATES = ANNOUNCED_CANDIDATES
 
 
 _BACKGROUND: ThreadPoolExecutor | None = None
@@ -190,16 +108,6 @@ def _background() -> ThreadPoolExecutor:
         return _BACKGROUND
 
 
-def _restated_update(payload: dict[str, Any], content: str) -> dict[str, Any]:
-    """The payload fields that keep ``content`` as a restated wording of the memory ``payload`` (none when it
-    already has that wording, or MAX_RESTATED of them)."""
-    restated = [str(t) for t in payload.get(RESTATED, [])]
-    known = {normalise_content(t) for t in (str(payload.get("content", "")), *restated)}
-    if normalise_content(content) in known or len(restated) >= MAX_RESTATED:
-        return {}
-    return {RESTATED: [*restated, content], "ctx_text": f"{payload.get('ctx_text', '')}\n{content}"}
-
-
 def _brief(member: Member) -> dict[str, Any]:
     return {
         "id": member.id,
@@ -208,13 +116,37 @@ def _brief(member: Member) -> dict[str, Any]:
     }
 
 
+def _said_with(inp: MemoryStoreInput, tags: list[str], files: list[str], now: str) -> dict[str, Any]:
+    """What a wording merged into another memory was stored with: it gets it back if the merge is undone."""
+    return {"tags": tags, "importance": inp.importance, "files": files, "created_at": now}
+
+
+@dataclass(frozen=True)
+class Possible:
+    """A near memory the new one may update: the comparison could not decide (see ``may_update``)."""
+
+    member: Member
+    similarity: float
+    text: str
+
+    def as_output(self) -> dict[str, Any]:
+        return {
+            **_brief(self.member),
+            "kind": self.member.payload.get("kind", "note"),
+            "similarity": round(self.similarity, 4),
+            "differences": [d.describe() for d in describe(str(self.member.payload.get("content", "")), self.text)],
+        }
+
+
 @dataclass(frozen=True)
 class Judgement:
-    """What the comparison made of a new memory: merge into an existing one, supersede one, or neither."""
+    """What the comparison made of a new memory: merge into an existing one, supersede one, or neither (and then
+    the near memories it may update, nearest first)."""
 
     merge_into: Member | None = None
     supersede: Member | None = None
     comparison: Comparison | None = None
+    possible: tuple[Possible, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -229,22 +161,36 @@ class StoreOutcome:
     redacted: dict[str, list[str]] | None = None
     # The memory this one replaced (id, content, created_at, differences).
     superseded: dict[str, Any] | None = None
+    # The memory this wording was merged into (id, content, the wording kept), when it was.
+    merged: dict[str, Any] | None = None
+    # Near memories this one may update (the comparison could not decide), nearest first.
+    possible_updates: tuple[dict[str, Any], ...] = ()
 
     def as_output(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "created": self.created, "duplicate": self.duplicate}
         if self.near_duplicate:
             out["near_duplicate"] = True
             out["similarity"] = round(self.similarity or 0.0, 4)
+        if self.merged:
+            out["merged"] = self.merged
             out["note"] = (
-                "an existing memory of this kind says the same in other words: "
-                "its updated_at and importance were refreshed, and its restated field keeps this wording "
-                f"(the first {MAX_RESTATED} other wordings)"
+                f"memory {self.id} of this kind says the same in other words: this was merged into it (its "
+                "updated_at and importance refreshed, this wording kept in its restated field); if it does not "
+                "say the same, call "
+                f"memory_unmerge(id={self.id}, wording=<this content>) to give it a memory of its own"
             )
         if self.superseded:
             out["superseded"] = self.superseded
             out["note"] = (
                 "this replaces an older memory, kept and marked superseded_by (it ranks below this one); "
                 "if they are not the same thing, undo the link with memory_unlink"
+            )
+        if self.possible_updates:
+            out["possible_updates"] = list(self.possible_updates)
+            out["note"] = (
+                "stored; near memories listed in possible_updates (nearest first, with what differs) may be older "
+                f"values of this one: if this replaces one, call memory_link(id={self.id}, supersedes=<its id>); "
+                f"if it says the same as one, memory_forget({self.id}); if they are different things, do nothing"
             )
         if self.redacted:
             out["redacted"] = self.redacted
@@ -280,16 +226,13 @@ class MemoryService:
 
     def _thread_tail(self) -> tuple[int, str] | None:
         """This thread's last memory, read from the store once (a reopened session continues its thread)."""
-        import qdrant_edge as qe
-
         if not self._tail_loaded:
-            flt = qe.Filter(must=[qe.FieldCondition("thread", match=qe.MatchValue(self.thread))])
             records, _ = self.coll.scroll(
-                qe.ScrollRequest(
+                Scroll(
                     limit=1,
-                    filter=flt,
-                    with_payload=["seq", "content"],
-                    order_by=qe.OrderBy("seq", direction=qe.Direction.Desc),
+                    filter=where(thread=self.thread),
+                    with_payload=("seq", "content"),
+                    order=Order("seq", descending=True),
                 )
             )
             if records:
@@ -299,26 +242,14 @@ class MemoryService:
         return self._tail
 
     def _find_by_hash(self, digest: str) -> str | None:
-        import qdrant_edge as qe
-
-        flt = qe.Filter(must=[qe.FieldCondition("content_hash", match=qe.MatchValue(digest))])
-        records, _ = self.coll.scroll(qe.ScrollRequest(limit=1, filter=flt, with_payload=False))
+        records, _ = self.coll.scroll(Scroll(limit=1, filter=where(content_hash=digest), with_payload=False))
         return str(records[0].id) if records else None
 
     def _nearest_same_kind(self, vec: list[float], kind: str, limit: int) -> list[tuple[Member, float, list[float]]]:
         """The ``limit`` stored memories of ``kind`` nearest to ``vec``: (memory, cosine, its dense vector), nearest
         first."""
-        import qdrant_edge as qe
-
-        flt = qe.Filter(must=[qe.FieldCondition("kind", match=qe.MatchValue(kind))])
         points = self.coll.query(
-            qe.QueryRequest(
-                limit=limit,
-                query=qe.Query.Nearest(vec, using=DENSE),
-                filter=flt,
-                with_payload=True,
-                with_vector=[DENSE],
-            )
+            Search(Nearest(vec, using=DENSE), limit=limit, filter=where(kind=kind), with_vector=(DENSE,))
         )
         found = []
         for p in points:
@@ -349,6 +280,7 @@ class MemoryService:
         # told with its reasons, it may be neither the nearest nor near (``compare.announced_update``).
         announcing = kind in UPDATABLE_KINDS and says_a_change(content)
         nearest = self._nearest_same_kind(vec, kind, ANNOUNCED_CANDIDATES if announcing else COMPARE_CANDIDATES)
+        possible: dict[str, Possible] = {}
         for rank, (member, similarity, stored_vec) in enumerate(nearest):
             # A far memory (past the nearest, or under the cosine) is only ever replaced, never merged into.
             far = rank >= COMPARE_CANDIDATES or similarity < self.config.near_duplicate_threshold
@@ -357,20 +289,27 @@ class MemoryService:
             if kind == "note" and similarity < NOTE_MERGE_COSINE and not member.payload.get(SUPERSEDED_BY):
                 continue  # a note only merges, from NOTE_MERGE_COSINE: the comparison could change nothing
             comparison = self._compare(member, content, (stored_vec, vec) if stored_vec else None)
-            if not self._may_act(comparison, member, content, kind):
+            asks = kind in UPDATABLE_KINDS and may_update(comparison, str(member.payload.get("content", "")), content)
+            if not (asks or self._may_act(comparison, member, content, kind)):
                 continue
             newest = newest_of(self.coll, member.id, member.payload) if member.payload.get(SUPERSEDED_BY) else member
             if newest.id != member.id:
                 comparison = self._compare(newest, content, self._with_stored_vector(newest.id, vec))
-                if not self._may_act(comparison, newest, content, kind):
-                    continue
+                asks = kind in UPDATABLE_KINDS and may_update(
+                    comparison, str(newest.payload.get("content", "")), content
+                )
+            if asks:
+                possible.setdefault(newest.id, Possible(newest, comparison.similarity, content))
+                continue
+            if not self._may_act(comparison, newest, content, kind):
+                continue
             if comparison.same:
                 if far or (kind == "note" and comparison.similarity < NOTE_MERGE_COSINE):
                     continue
                 return Judgement(merge_into=newest, comparison=comparison)
             if kind in UPDATABLE_KINDS and acts_as_update(comparison, str(newest.payload.get("content", "")), content):
                 return Judgement(supersede=newest, comparison=comparison)
-        return Judgement()
+        return Judgement(possible=tuple(possible.values())[:MAX_POSSIBLE_UPDATES])
 
     @staticmethod
     def _may_act(comparison: Comparison, older: Member, content: str, kind: str) -> bool:
@@ -445,10 +384,17 @@ class MemoryService:
             now = iso(self.clock())
             target = judgement.merge_into
             current = self.coll.retrieve([target.id]) if target is not None else []
-            if target is not None and current:
-                importance = max(float(target.payload.get("importance", 0.5)), inp.importance)
-                update: dict[str, Any] = {"updated_at": now, "importance": importance}
-                update.update(_restated_update(dict(current[0].payload or {}), content))
+            kept = (
+                add_wording(dict(current[0].payload or {}), content, _said_with(inp, tags, files, now))
+                if target is not None and current
+                else None
+            )
+            # A merge happens only when the wording is kept (memory_unmerge gives it back): a memory holding
+            # MAX_RESTATED other wordings takes no more, and the new one is stored on its own.
+            if target is not None and current and kept is not None:
+                target_payload = dict(current[0].payload or {})
+                importance = max(float(target_payload.get("importance", 0.5)), inp.importance)
+                update: dict[str, Any] = {"updated_at": now, "importance": importance, **kept}
                 self.coll.set_payload(target.id, update)
                 similarity = judgement.comparison.similarity if judgement.comparison else None
                 return StoreOutcome(
@@ -458,6 +404,7 @@ class MemoryService:
                     near_duplicate=True,
                     similarity=similarity,
                     redacted=report or None,
+                    merged={"id": target.id, "content": target_payload.get("content", ""), "wording": content},
                 )
             older: Member | None = None
             if inp.supersedes is not None:
@@ -498,28 +445,22 @@ class MemoryService:
                 superseded["declared"] = True
             elif judgement.comparison is not None:
                 superseded["differences"] = [d.describe() for d in judgement.comparison.differences]
-        return StoreOutcome(memory_id, created=True, redacted=report or None, superseded=superseded)
+        possible = () if older is not None else tuple(p.as_output() for p in judgement.possible)
+        return StoreOutcome(
+            memory_id, created=True, redacted=report or None, superseded=superseded, possible_updates=possible
+        )
 
-    def _filter(self, inp: MemorySearchInput) -> qdrant_edge.Filter | None:
-        import qdrant_edge as qe
-
-        must: list[Any] = []
+    def _filter(self, inp: MemorySearchInput) -> Filter | None:
+        must: list[Condition] = []
         if inp.kind:
-            must.append(qe.FieldCondition("kind", match=qe.MatchValue(inp.kind)))
+            must.append(Match("kind", inp.kind))
         if inp.tags:
-            must.append(qe.FieldCondition("tags", match=qe.MatchAny(list(inp.tags))))
+            must.append(AnyOf("tags", inp.tags))
         if inp.files:
-            must.append(qe.FieldCondition("files", match=qe.MatchAny(list(inp.files))))
+            must.append(AnyOf("files", inp.files))
         if inp.since or inp.until:
-            must.append(
-                qe.FieldCondition(
-                    "created_at",
-                    range=qe.RangeDateTime(
-                        gte=iso(inp.since) if inp.since else None, lte=iso(inp.until) if inp.until else None
-                    ),
-                )
-            )
-        return qe.Filter(must=must) if must else None
+            must.append(Range("created_at", gte=inp.since, lte=inp.until))
+        return all_of(*must)
 
     def search(self, inp: MemorySearchInput) -> list[dict[str, Any]]:
         """Hybrid search; compact results, best first."""
@@ -635,15 +576,98 @@ class MemoryService:
             unlink(self.coll, memory_id, str(older))
         return {"unlinked": {"id": memory_id, "supersedes": str(older)}}
 
+    def link(self, memory_id: str, supersedes: str) -> dict[str, Any]:
+        """Declare that ``memory_id`` updates ``supersedes``, with the rules of a declared ``supersedes`` in
+        memory_store: the newest of ``supersedes``'s chain is the one replaced, events are never linked, and an
+        update replaces an older memory (the one it supersedes was stored first). Linking again is a no-op."""
+        if memory_id == supersedes:
+            raise InvalidInput("field 'supersedes': a memory cannot supersede itself")
+        with self.coll.lock:
+            records = self.coll.retrieve([memory_id])
+            if not records:
+                raise NotFound(f"field 'id': no memory with id {memory_id} for this identity")
+            newer = Member(memory_id, dict(records[0].payload or {}))
+            linked = newer.payload.get(SUPERSEDES)
+            if linked:
+                chain = [m.id for m in chain_of(self.coll, memory_id, newer.payload)]
+                if supersedes in chain[: chain.index(memory_id)]:
+                    return {"linked": {"id": memory_id, "supersedes": str(linked)}, "unchanged": True}
+                raise InvalidInput(
+                    f"field 'id': memory {memory_id} already supersedes {linked}; a memory replaces one other: "
+                    f"memory_unlink({memory_id}) first"
+                )
+            older = self._declared(supersedes, str(newer.payload.get("kind", "note")))
+            if any(m.id == memory_id for m in chain_of(self.coll, older.id, older.payload)):
+                raise InvalidInput(f"field 'supersedes': memories {memory_id} and {supersedes} are already one chain")
+            if str(older.payload.get("created_at", "")) > str(newer.payload.get("created_at", "")):
+                which = "" if older.id == supersedes else f" (the newest of {supersedes}'s chain)"
+                raise InvalidInput(
+                    f"field 'supersedes': memory {older.id}{which} was stored after {memory_id}, and an update "
+                    f"replaces an older memory; if {older.id} is the newer value, call "
+                    f"memory_link(id={older.id}, supersedes={memory_id})"
+                )
+            link(self.coll, older.id, memory_id)
+        out: dict[str, Any] = {"linked": {"id": memory_id, "supersedes": older.id}, "superseded": _brief(older)}
+        if older.id != supersedes:
+            out["note"] = f"{supersedes} was already replaced: the newest of its chain, {older.id}, is superseded"
+        return out
+
+    def unmerge(self, memory_id: str, wording: str) -> dict[str, Any]:
+        """Undo a merge: take ``wording`` out of memory ``memory_id``'s restated wordings and store it as a memory of
+        its own, with its own vectors and what it was stored with (tags, importance, files, time)."""
+        text = str(redact_fields({"content": wording})[0]["content"])
+        with self.coll.lock:
+            records = self.coll.retrieve([memory_id])
+            if not records:
+                raise NotFound(f"field 'id': no memory with id {memory_id} for this identity")
+            payload = dict(records[0].payload or {})
+            taken = take_wording(payload, text)
+            if taken is None:
+                count = len(payload.get(RESTATED, []))
+                raise InvalidInput(
+                    f"field 'wording': memory {memory_id} holds no such restated wording (it has {count}; "
+                    "memory_get shows them: pass one exactly as shown)"
+                )
+            restated, meta, fields = taken
+            vector = self.embedder.embed_documents([restated])[0]
+            now = iso(self.clock())
+            digest = content_hash(restated)
+            self.coll.set_payload(memory_id, fields)
+            existing = self._find_by_hash(digest)
+            if existing is not None:
+                # Stored again on its own since the merge: that memory is the wording's own.
+                own = dict(self.coll.retrieve([existing])[0].payload or {})
+                return {
+                    "unmerged": {"id": memory_id, "wording": restated},
+                    "memory": self._full(existing, own),
+                    "created": False,
+                }
+            new_id = str(uuid.uuid4())
+            new_payload = {
+                "content": restated,
+                "ctx_text": restated,
+                "content_hash": digest,
+                "kind": payload.get("kind", "note"),
+                "tags": list(meta.get("tags", payload.get("tags", []))),
+                "importance": float(meta.get("importance", payload.get("importance", 0.5))),
+                "files": list(meta.get("files", payload.get("files", []))),
+                "created_at": str(meta.get("created_at") or now),
+                "updated_at": now,
+                # A thread of its own: its place in the conversation it was said in was not kept.
+                "thread": f"unmerged-{new_id}",
+                "seq": 0,
+            }
+            self.coll.upsert([(new_id, {DENSE: vector, CTX: vector}, new_payload)])
+        return {
+            "unmerged": {"id": memory_id, "wording": restated},
+            "memory": self._full(new_id, new_payload),
+            "created": True,
+            "note": f"if it updates memory {memory_id}, call memory_link(id={new_id}, supersedes={memory_id})",
+        }
+
     @staticmethod
     def _full(point_id: str, payload: dict[str, Any]) -> dict[str, Any]:
-        view = public_view(point_id, payload)
-        view.update(
-            importance=payload.get("importance", 0.5),
-            files=payload.get("files", []),
-            updated_at=payload.get("updated_at"),
-        )
-        return view
+        return full_view(point_id, payload)
 
     def forget(self, memory_id: str) -> dict[str, Any]:
         """Delete one memory; return what was deleted.
@@ -651,8 +675,6 @@ class MemoryService:
         The next memory of its thread carries the deleted text in its context window, so
         that window is rebuilt without it: a forgotten memory leaves no trace in search.
         """
-        import qdrant_edge as qe
-
         with self.coll.lock:
             records = self.coll.retrieve([memory_id])
             if not records:
@@ -664,13 +686,7 @@ class MemoryService:
             thread, seq = payload.get("thread"), payload.get("seq")
             if thread is None or not isinstance(seq, int):
                 return deleted
-            flt = qe.Filter(
-                must=[
-                    qe.FieldCondition("thread", match=qe.MatchValue(thread)),
-                    qe.FieldCondition("seq", match=qe.MatchValue(seq + 1)),
-                ]
-            )
-            successors, _ = self.coll.scroll(qe.ScrollRequest(limit=1, filter=flt, with_payload=True))
+            successors, _ = self.coll.scroll(Scroll(limit=1, filter=where(thread=thread, seq=seq + 1)))
             for record in successors:
                 after = dict(record.payload or {})
                 content = str(after.get("content", ""))
@@ -685,33 +701,31 @@ class MemoryService:
 
     def list(self, inp: MemoryListInput) -> dict[str, Any]:
         """Newest first; ``next_before`` pages on."""
-        import qdrant_edge as qe
-
-        must: list[Any] = []
+        must: list[Condition] = []
         if inp.kind:
-            must.append(qe.FieldCondition("kind", match=qe.MatchValue(inp.kind)))
-        if inp.before:
-            must.append(qe.FieldCondition("created_at", range=qe.RangeDateTime(lt=iso(inp.before))))
+            must.append(Match("kind", inp.kind))
+        if inp.tags:
+            must.append(AnyOf("tags", inp.tags))
+        if inp.files:
+            must.append(AnyOf("files", inp.files))
+        if inp.before or inp.since or inp.until:
+            must.append(Range("created_at", lt=inp.before, gte=inp.since, lte=inp.until))
+        if not inp.include_superseded:
+            must.append(IsEmpty(SUPERSEDED_BY))
         records, _ = self.coll.scroll(
-            qe.ScrollRequest(
-                limit=inp.limit,
-                filter=qe.Filter(must=must) if must else None,
-                with_payload=True,
-                order_by=qe.OrderBy("created_at", direction=qe.Direction.Desc),
-            )
+            Scroll(limit=inp.limit, filter=all_of(*must), order=Order("created_at", descending=True))
         )
         items = [self._full(str(r.id), dict(r.payload or {})) for r in records]
         next_before = items[-1]["created_at"] if len(items) == inp.limit else None
         if next_before is not None:
             # The next page starts strictly before next_before, so a page must not end inside a group
             # of memories created at the same instant (an import, a fixed clock): take the whole group.
-            ties = [*must, qe.FieldCondition("created_at", range=qe.RangeDateTime(gte=next_before, lte=next_before))]
+            at = parse_timestamp(next_before)
+            ties = all_of(*must, Range("created_at", gte=at, lte=at))
             group: list[Any] = []
             offset: Any = None
             while True:
-                batch, offset = self.coll.scroll(
-                    qe.ScrollRequest(offset=offset, limit=256, filter=qe.Filter(must=ties), with_payload=True)
-                )
+                batch, offset = self.coll.scroll(Scroll(offset=offset, limit=256, filter=ties))
                 group.extend(batch)
                 if offset is None:
                     break
@@ -721,95 +735,35 @@ class MemoryService:
         return {"memories": items, "count": len(items), "next_before": next_before}
 
     def export(self, batch: int = 256) -> Iterator[MemoryRecord]:
-        """Every memory as a :class:`MemoryRecord`, oldest first."""
-        import qdrant_edge as qe
+        """Every memory as a :class:`MemoryRecord`, in the collection's order."""
+        return (record for record, _ in self.export_points(batch))
 
+    def export_points(
+        self, batch: int = 256, with_vectors: bool = False
+    ) -> Iterator[tuple[MemoryRecord, dict[str, Vector] | None]]:
+        """Every memory and, with ``with_vectors``, its stored vectors by name (else None)."""
         offset: Any = None
         while True:
-            records, offset = self.coll.scroll(qe.ScrollRequest(offset=offset, limit=batch, with_payload=True))
+            records, offset = self.coll.scroll(Scroll(offset=offset, limit=batch, with_vector=with_vectors))
             for r in records:
-                p = dict(r.payload or {})
-                yield MemoryRecord(
-                    id=str(r.id),
-                    content=p["content"],
-                    kind=p.get("kind", "note"),
-                    tags=p.get("tags", []),
-                    importance=p.get("importance", 0.5),
-                    files=p.get("files", []),
-                    created_at=p["created_at"],
-                    updated_at=p.get("updated_at"),
-                    supersedes=p.get(SUPERSEDES),
-                    superseded_by=p.get(SUPERSEDED_BY),
-                    restated=p.get(RESTATED, []),
-                )
+                record = export_record(str(r.id), dict(r.payload or {}))
+                yield record, (dict(r.vector) if with_vectors and r.vector else None)
             if offset is None:
                 return
 
     def import_records(self, records: Sequence[MemoryRecord], batch: int = 256) -> dict[str, Any]:
-        """Write validated records, embedding in batches. Idempotent on id; secrets redacted."""
-        written = 0
-        thread = f"import-{uuid.uuid4()}"
-        prev: str | None = None
-        for start in range(0, len(records), batch):
-            chunk = records[start : start + batch]
-            payloads = []
-            restated_of: list[list[str]] = []
-            for offset, rec in enumerate(chunk):
-                fields, _ = redact_fields({"content": rec.content, "tags": rec.tags, "files": rec.files})
-                created = iso(rec.created_at)
-                content = str(fields["content"])
-                restated = [str(redact_fields({"content": t})[0]["content"]) for t in rec.restated]
-                restated_of.append(restated)
-                payloads.append(
-                    {
-                        "content": content,
-                        "ctx_text": context_text(content, prev),
-                        "content_hash": content_hash(content),
-                        **({RESTATED: restated} if restated else {}),
-                        "kind": rec.kind,
-                        "tags": list(fields["tags"]),
-                        "importance": rec.importance,
-                        "files": list(fields["files"]),
-                        "created_at": created,
-                        "updated_at": iso(rec.updated_at) if rec.updated_at else created,
-                        "thread": thread,
-                        "seq": start + offset,
-                        # Links travel with the records: an export and its import keep every chain.
-                        **{
-                            key: value
-                            for key, value in ((SUPERSEDES, rec.supersedes), (SUPERSEDED_BY, rec.superseded_by))
-                            if value
-                        },
-                    }
-                )
-                prev = content
-            texts = [str(p["content"]) for p in payloads] + [str(p["ctx_text"]) for p in payloads]
-            vectors = self.embedder.embed_documents(texts)
-            # The context vector embeds the window alone; BM25 also indexes the restated wordings.
-            for p, restated in zip(payloads, restated_of, strict=True):
-                if restated:
-                    p["ctx_text"] = searchable_context(str(p["ctx_text"]), restated)
-            n = len(payloads)
-            self.coll.upsert(
-                [
-                    (rec.id, {DENSE: vectors[i], CTX: vectors[n + i]}, p)
-                    for i, (rec, p) in enumerate(zip(chunk, payloads, strict=True))
-                ]
-            )
-            written += len(chunk)
-        indexed_s = self.coll.index_if_needed(INDEX_AFTER_UNINDEXED)
-        out: dict[str, Any] = {"imported": written}
-        if indexed_s is not None:
-            out["index_seconds"] = round(indexed_s, 1)
-        return out
+        """Write validated records in this order, embedding in batches. Idempotent on id; secrets redacted."""
+        importer = MemoryImporter(self.coll, self.embedder, INDEX_AFTER_UNINDEXED)
+        try:
+            for start in range(0, len(records), batch):
+                importer.write(records[start : start + batch])
+        except BaseException:
+            importer.close()
+            raise
+        return importer.finish()
 
     def counts_by_kind(self) -> dict[str, int]:
         """How many memories of each kind."""
-        import qdrant_edge as qe
-
         from .models import MEMORY_KINDS
 
-        return {
-            kind: self.coll.count(qe.Filter(must=[qe.FieldCondition("kind", match=qe.MatchValue(kind))]))
-            for kind in MEMORY_KINDS
-        }
+        return {kind: self.coll.count(where(kind=kind)) for kind in MEMORY_KINDS}

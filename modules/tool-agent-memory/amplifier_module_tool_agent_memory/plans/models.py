@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator
 
-from ..memory.models import check_point_id, parse_timestamp
 from ..redaction import names_in, redact, redact_json
-from ..validation import ToolInput
+from ..store.contract import iso
+from ..validation import ToolInput, check_point_id, parse_timestamp
 
 MAX_PROMPT_CHARS = 2_000
 MAX_STEPS = 50
@@ -59,10 +59,22 @@ class PlanStoreInput(_Input):
         ..., min_length=1, max_length=MAX_STEPS, description="Ordered {tool, args} steps (1-50, at most 64 KB JSON)."
     )
 
+    derived_from: str | None = Field(
+        None,
+        min_length=1,
+        max_length=64,
+        description="The plan_id of the candidate this plan adapts (plan_lookup answered 'candidate').",
+    )
+
     @field_validator("prompt")
     @classmethod
     def _prompt_not_blank(cls, value: str) -> str:
         return _not_blank(value)
+
+    @field_validator("derived_from")
+    @classmethod
+    def _template_id(cls, value: str | None) -> str | None:
+        return None if value is None else check_point_id(value)
 
     @field_validator("actions")
     @classmethod
@@ -106,6 +118,26 @@ class PlanLookupInput(_Input):
         return _not_blank(value)
 
 
+class PlanListInput(_Input):
+    """List the cached plans (newest first), to review or forget a bad one."""
+
+    limit: int = Field(20, ge=1, le=200, description="Plans per page (1-200).")
+    offset: int = Field(0, ge=0, le=1_000_000, description="Plans to skip (for the next page).")
+    stale: bool | None = Field(None, description="Only stale (true) or only fresh (false) plans; all by default.")
+    contains: str | None = Field(None, min_length=1, max_length=200, description="Only prompts containing this.")
+
+
+class PlanIdInput(_Input):
+    """One cached plan, by the plan_id plan_lookup or plan_list gave."""
+
+    plan_id: str = Field(..., min_length=1, max_length=64, description="The plan's id.")
+
+    @field_validator("plan_id")
+    @classmethod
+    def _uuid(cls, value: str) -> str:
+        return check_point_id(value)
+
+
 class PlanRewardInput(_Input):
     """Report whether a replayed plan worked."""
 
@@ -146,6 +178,11 @@ class PlanRewardInput(_Input):
         return value
 
 
+# A plan's payload also carries its status, the keyword plan_lookup filters fresh plans by.
+FRESH = "fresh"
+STALE = "stale"
+
+
 class PlanRecord(BaseModel):
     """A stored plan (the point's payload, minus the signature the matcher keeps beside it)."""
 
@@ -165,8 +202,37 @@ class PlanRecord(BaseModel):
     last_used_at: datetime | None = None
     rewarded_at: datetime | None = None
     stale_reason: str | None = None
+    derived_from: str | None = None
+    """The plan this one adapts (a candidate the agent changed a parameter of)."""
 
     @field_validator("created_at", "updated_at", "last_used_at", "rewarded_at", mode="before")
     @classmethod
     def _iso(cls, value: object) -> datetime | None:
         return None if value is None else parse_timestamp(value)
+
+    def to_payload(self) -> dict[str, Any]:
+        """The plan's payload as stored: times as RFC 3339 UTC (what the datetime index parses), and its status."""
+        payload = self.model_dump(mode="json")
+        for key in ("created_at", "updated_at", "last_used_at", "rewarded_at"):
+            value = getattr(self, key)
+            payload[key] = iso(value) if value is not None else None
+        payload["status"] = STALE if self.stale else FRESH
+        return payload
+
+class PlanExportRecord(PlanRecord):
+    """One plan as ``agent-memory export`` writes it (a line beside the memories) and import reads it."""
+
+    record: Literal["plan"] = "plan"
+    plan_id: str
+
+    @field_validator("plan_id")
+    @classmethod
+    def _uuid(cls, value: str) -> str:
+        return check_point_id(value)
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt_size(cls, value: str) -> str:
+        if not value.strip() or len(value) > MAX_PROMPT_CHARS:
+            raise ValueError(f"must be 1-{MAX_PROMPT_CHARS} characters of text")
+        return value

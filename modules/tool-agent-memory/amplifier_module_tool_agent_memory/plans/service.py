@@ -5,37 +5,46 @@ and the auto-capture hooks run it off the event loop.
 
 * A plan's id is derived from its normalised prompt, so storing the same prompt again
   overwrites the plan in place (and revives it if it was stale).
-* A lookup asks Qdrant for the ``top_k`` nearest non-stale plans and lets the comparison
-  (:mod:`..compare`) judge each stored prompt against the request: only a decided
-  restatement (same values, roles, polarity and qualifiers in other words) is a *hit*; a
-  plan that looks alike (cosine at least ``similarity_threshold``) but that the comparison
-  cannot decide, or that differs only by substituted words, is a *candidate* the agent must
-  confirm before replaying; anything that
-  differs in a value, role order, polarity or qualifier is a *miss* whatever its cosine.
+* A lookup asks Qdrant for the ``top_k`` nearest non-stale plans and follows the one policy of
+  certify or ask (:func:`..compare.assess`): a stored prompt *certified* the same request (the same
+  words and values in the same places, see :func:`..compare.certify`) is a ``hit``, replayed;
+  the others at cosine ``candidate_floor`` or more are ``candidate`` answers, nearest first, each
+  with its actions (trimmed when long), use counts and what differs (:func:`..compare.describe`):
+  the agent replays, adapts (and stores the adapted plan ``derived_from`` it) or plans afresh;
+  under the floor the answer is a ``miss`` with no candidates.
 * Every read-modify-write (store, reward, the use counter of a hit) holds the
   collection's lock, so concurrent threads and sessions of one process never lose an update.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..compare import Comparator, CompareSettings, Comparison
+from ..compare import Action, Assessment, Judge, assess, certify
 from ..config import PlanConfig
 from ..embeddings.providers import Embedder
 from ..errors import NotFound
 from ..redaction import redact_text
 from ..store.contract import DENSE, Collection, CollectionSpec, IndexSpec, iso, utc_now
-from .models import PlanLookupInput, PlanRecord, PlanRewardInput, PlanStoreInput, redact_plan
-
-if TYPE_CHECKING:
-    import qdrant_edge
+from ..store.query import Nearest, Scroll, Search, where
+from .models import (
+    FRESH,
+    STALE,
+    PlanExportRecord,
+    PlanListInput,
+    PlanLookupInput,
+    PlanRecord,
+    PlanRewardInput,
+    PlanStoreInput,
+    redact_plan,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -57,34 +66,42 @@ _PLAN_NAMESPACE = uuid.UUID("6f1d9c7e-3b8a-5c1e-9f42-0a7d5e2b8c31")
 # A store that leaves this many vectors unindexed builds the index before it returns.
 INDEX_AFTER_UNINDEXED = 5_000
 INDEX_CHECK_EVERY = 500
-FRESH = "fresh"
-STALE = "stale"
-CONFIRM = (
-    "A cached plan looks alike, but the comparison cannot tell whether it is the same request. "
-    "Check the stored prompt and what differs; replay the actions only if they do what was asked "
-    "(then report it with plan_reward), otherwise plan from scratch."
+HIT_NEXT = (
+    "The stored request is certified the same as yours (same words and values in the same places): replay "
+    "these actions, then report the outcome with plan_reward(plan_id, success)."
 )
+CANDIDATE_NEXT = (
+    "No stored plan is certified the same request. Read each candidate's prompt and differences (nearest "
+    "first): if one asks for exactly what you were asked, replay its actions; if a difference is only a "
+    "parameter (a value, a name, a path, an HTTP method), adapt its steps and plan_store the adapted plan "
+    "with derived_from set to that candidate's plan_id; otherwise plan afresh. Then plan_reward the plan "
+    "you used (a candidate you replayed unchanged counts as a use of it)."
+)
+MISS_NEXT = "No stored plan is near this request: plan afresh (a successful turn is stored as a plan)."
+MAX_CANDIDATE_STEPS = 8
+"""A candidate shows at most this many steps (plan_get gives the whole plan)."""
+MAX_ARG_CHARS = 200
+"""A candidate's argument longer than this (as text) is cut, saying so."""
 
-PLAN_COMPARISON = CompareSettings(subset_cosine=0.6)
-"""The comparison as plan lookup uses it: a request may leave out context its stored prompt spelled
-out ("prod config: postgres pool size = 20" for "Set the Postgres connection pool size to 20 in the
-production config"), so a request that only omits words is the same request from cosine 0.6."""
 
-
-def to_confirm(comparison: Comparison, cosine: float, threshold: float) -> bool:
-    """Whether a stored plan is a ``candidate`` the agent confirms: it looks alike (cosine >= ``threshold``)
-    and the comparison either cannot decide or names only substituted words.
-
-    A substituted word WordNet cannot settle (a request verb "Add" / "Show", a word it does not know)
-    may be a synonym or another thing: the agent tells. A noun WordNet says names another thing
-    (``term``: "invoices" / "receipts"), values, names, identifiers, role order, polarity and added
-    qualifiers are never left to confirm: those are misses.
-    """
-    if comparison.same or cosine < threshold:
-        return False
-    if not comparison.decided:
-        return True
-    return bool(comparison.differences) and all(d.kind == "content" for d in comparison.differences)
+def trim_actions(actions: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
+    """The actions a candidate shows: at most :data:`MAX_CANDIDATE_STEPS` steps, long arguments cut (and
+    whether anything was trimmed). A candidate is advice to read, not a plan to replay blind."""
+    trimmed = len(actions) > MAX_CANDIDATE_STEPS
+    out = []
+    for action in actions[:MAX_CANDIDATE_STEPS]:
+        raw = action.get("args")
+        args: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        shown: dict[str, Any] = {}
+        for key, value in args.items():
+            text = value if isinstance(value, str) else json.dumps(value, default=str)
+            if len(text) > MAX_ARG_CHARS:
+                shown[key] = text[:MAX_ARG_CHARS] + f"... [{len(text) - MAX_ARG_CHARS} more chars]"
+                trimmed = True
+            else:
+                shown[key] = value
+        out.append({"tool": action.get("tool"), "args": shown})
+    return out, trimmed
 
 
 _WS = re.compile(r"\s+")
@@ -104,49 +121,64 @@ def plan_id_for(prompt: str) -> str:
 
 @dataclass(frozen=True)
 class Candidate:
-    """One of the nearest plans and the comparison's verdict on it."""
+    """One of the nearest plans and the policy's assessment of it."""
 
     plan_id: str
     prompt: str
-    comparison: Comparison
+    assessment: Assessment
     score: float
     cosine: float
     actions: list[dict[str, Any]] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    """uses, rewards, successes, failures."""
+    derived_from: str | None = None
 
     @property
     def hit(self) -> bool:
-        """A decided restatement of the request."""
-        return self.comparison.same
+        """Certified (or settled by the judge): replayed without asking."""
+        return self.assessment.action is Action.ACT
+
+    @property
+    def offered(self) -> bool:
+        """Not a hit, but at the candidate floor or above: shown to the agent."""
+        return self.assessment.action is Action.ASK
 
     def as_output(self) -> dict[str, Any]:
-        return {
+        actions, trimmed = trim_actions(self.actions)
+        out: dict[str, Any] = {
             "plan_id": self.plan_id,
             "prompt": self.prompt,
             "similarity": round(self.cosine, 4),
-            "cosine": round(self.cosine, 4),
-            "verdict": self.comparison.verdict.value,
-            "decided": self.comparison.decided,
-            "differences": [d.describe() for d in self.comparison.differences],
-            "reason": self.comparison.reason,
+            "differences": [d.describe() for d in self.assessment.differences],
+            "actions": actions,
+            "steps": len(self.actions),
+            "score": round(self.score, 4),
+            **self.counts,
         }
+        if trimmed:
+            out["trimmed"] = f"long actions were cut; plan_get('{self.plan_id}') gives the whole plan"
+        if self.assessment.decided_by not in ("agent", "certify"):
+            out["judged_by"] = self.assessment.decided_by
+        if self.derived_from:
+            out["derived_from"] = self.derived_from
+        return out
 
 
 @dataclass(frozen=True)
 class LookupOutcome:
-    """A hit (the plan to replay), a candidate (to confirm before replaying) or a miss.
+    """A hit (the plan to replay), candidates (near plans with what differs) or a miss (none near).
 
-    ``hit`` stays the boolean it always was; ``answer`` ("hit", "candidate", "miss") adds the third case.
+    ``hit`` stays the boolean it always was; ``answer`` ("hit", "candidate", "miss") adds the other cases.
     """
 
     hit: dict[str, Any] | None
     candidates: list[Candidate]
-    candidate: Candidate | None = None
 
     @property
     def answer(self) -> str:
         if self.hit is not None:
             return "hit"
-        return "candidate" if self.candidate is not None else "miss"
+        return "candidate" if self.candidates else "miss"
 
     @property
     def event(self) -> str:
@@ -154,18 +186,16 @@ class LookupOutcome:
 
     def as_output(self) -> dict[str, Any]:
         if self.hit is not None:
-            return {"hit": True, "answer": "hit", **self.hit}
-        out: dict[str, Any] = {"hit": False, "answer": self.answer}
-        if self.candidate is not None:
-            out["candidate"] = {**self.candidate.as_output(), "actions": self.candidate.actions}
-            out["confirm"] = CONFIRM
-        out["candidates"] = [c.as_output() for c in self.candidates]
-        return out
+            return {"hit": True, "answer": "hit", **self.hit, "next": HIT_NEXT}
+        if self.candidates:
+            return {"hit": False, "answer": "candidate", "candidates": [c.as_output() for c in self.candidates],
+                    "next": CANDIDATE_NEXT}
+        return {"hit": False, "answer": "miss", "candidates": [], "next": MISS_NEXT}
 
     def event_fields(self) -> dict[str, Any]:
         if self.hit is not None:
             return {"plan_id": self.hit["plan_id"], "similarity": self.hit["similarity"], "count": 1}
-        best = self.candidate or (self.candidates[0] if self.candidates else None)
+        best = self.candidates[0] if self.candidates else None
         return {
             "plan_id": best.plan_id if best else None,
             "similarity": round(best.cosine, 4) if best else None,
@@ -230,14 +260,17 @@ class PlanService:
         embedder: Embedder,
         config: PlanConfig,
         clock: Callable[[], datetime] = utc_now,
-        comparator: Comparator | None = None,
+        judge: Judge | None = None,
     ) -> None:
+        """``judge``: settles a near plan the comparison cannot certify (``judge: provider``); None: the agent."""
         self.coll = coll
         self.embedder = embedder
         self.config = config
         self.clock = clock
-        self.comparator = comparator if comparator is not None else Comparator(embedder, settings=PLAN_COMPARISON)
+        self.judge = judge
         self._stores_since_check = 0
+        self._offered: dict[str, None] = {}
+        """Plans recently offered as candidates (oldest first): rewarding one by id counts a use of it."""
 
     def unindexed(self) -> int:
         """Plans whose vectors are not in the HNSW index yet (searched by brute force)."""
@@ -263,6 +296,8 @@ class PlanService:
         inp, redacted = redact_plan(inp)
         norm = normalise_prompt(inp.prompt)
         plan_id = plan_id_for(inp.prompt)
+        if inp.derived_from is not None and self._record(inp.derived_from) is None:
+            raise NotFound(f"derived_from: no plan with id {inp.derived_from} for this identity")
         vec = self.embedder.embed_documents([inp.prompt])[0]
         actions = [a.model_dump() for a in inp.actions]
         with self.coll.lock:
@@ -284,6 +319,7 @@ class PlanService:
                 failures=int(old.get("failures", 0)) if old else 0,
                 last_used_at=old.get("last_used_at") if old else None,
                 rewarded_at=old.get("rewarded_at") if old else None,
+                derived_from=inp.derived_from if inp.derived_from != plan_id else None,
             )
             payload = self._payload(record)
             self.coll.upsert([(plan_id, vec, payload)])
@@ -293,49 +329,46 @@ class PlanService:
 
     @staticmethod
     def _payload(record: PlanRecord) -> dict[str, Any]:
-        payload = record.model_dump(mode="json")
-        for key in ("created_at", "updated_at", "last_used_at", "rewarded_at"):
-            value = getattr(record, key)
-            payload[key] = iso(value) if value is not None else None
-        payload["status"] = STALE if record.stale else FRESH
-        return payload
+        return record.to_payload()
 
     def _nearest(self, vec: list[float], limit: int, only_fresh: bool) -> list[Any]:
-        import qdrant_edge as qe
+        flt = where(status=FRESH) if only_fresh else None
+        return self.coll.query(Search(Nearest(vec, using=DENSE), limit=limit, filter=flt))
 
-        flt: qdrant_edge.Filter | None = (
-            qe.Filter(must=[qe.FieldCondition("status", match=qe.MatchValue(FRESH))]) if only_fresh else None
-        )
-        return self.coll.query(
-            qe.QueryRequest(limit=limit, query=qe.Query.Nearest(vec, using=DENSE), filter=flt, with_payload=True)
-        )
-
-    def _judge(self, query: str, points: list[Any]) -> list[Candidate]:
+    def _assess(self, query: str, points: list[Any], floor: float, judge: Judge | None) -> list[Candidate]:
         out = []
         for p in points:
             payload = dict(p.payload or {})
             prompt = str(payload.get("prompt", ""))
             cosine = float(p.score)
-            comparison = self.comparator.judge(prompt, query, cosine)
-            out.append(Candidate(str(p.id), prompt, comparison, float(payload.get("score", 0.0)), cosine,
-                                 list(payload.get("actions", []))))
+            assessment = assess(prompt, query, cosine, floor=floor, judge=judge)
+            counts = {k: int(payload.get(k, 0)) for k in ("uses", "rewards", "successes", "failures")}
+            out.append(Candidate(str(p.id), prompt, assessment, float(payload.get("score", 0.0)), cosine,
+                                 list(payload.get("actions", [])), counts, payload.get("derived_from")))
         return out
 
     def lookup(self, inp: PlanLookupInput) -> LookupOutcome:
-        """The plan of the same request (hit), one to confirm (candidate), or the nearest plans and why not (miss)."""
+        """The plan certified the same request (hit), the near plans with what differs (candidate), or a miss."""
         top_k = inp.top_k or self.config.top_k
         # Stored prompts are redacted: the request is too, so the same request still matches (and is not echoed).
         prompt = redact_text(inp.prompt)
         vec = self.embedder.embed_query(prompt)
-        candidates = self._judge(prompt, self._nearest(vec, top_k, only_fresh=True))
-        hits = sorted((c for c in candidates if c.hit), key=lambda c: (-c.cosine, -c.score))
+        points = self._nearest(vec, top_k, only_fresh=True)
+        # Certification first, for every nearest plan: a judge is asked only when none is certified.
+        candidates = self._assess(prompt, points, self.config.candidate_floor, None)
+        if self.judge is not None and not any(c.hit for c in candidates):
+            candidates = self._assess(prompt, points, self.config.candidate_floor, self.judge)
+        hits = sorted((c for c in candidates if c.hit), key=lambda c: (not c.assessment.certified, -c.cosine))
         for cand in hits:
             hit = self._take(cand)
             if hit is not None:
-                return LookupOutcome(hit, candidates)
-        unsure = [c for c in candidates if to_confirm(c.comparison, c.cosine, self.config.similarity_threshold)]
-        best = max(unsure, key=lambda c: (c.cosine, c.score), default=None)
-        return LookupOutcome(None, candidates, best)
+                return LookupOutcome(hit, [])
+        offered = sorted((c for c in candidates if c.offered or c.hit), key=lambda c: (-c.cosine, -c.score))
+        for cand in offered:
+            self._offered[cand.plan_id] = None
+        while len(self._offered) > 256:
+            del self._offered[next(iter(self._offered))]
+        return LookupOutcome(None, offered)
 
     def _take(self, cand: Candidate) -> dict[str, Any] | None:
         """Count a use of the plan and return it, unless a concurrent reward made it stale meanwhile."""
@@ -350,7 +383,8 @@ class PlanService:
             "actions": payload.get("actions", []),
             "similarity": round(cand.cosine, 4),
             "cosine": round(cand.cosine, 4),
-            "reason": cand.comparison.reason,
+            "reason": cand.assessment.reason,
+            "decided_by": cand.assessment.decided_by,
             "score": round(float(payload.get("score", 0.0)), 6),
             "prompt": payload.get("prompt", cand.prompt),
             "uses": uses,
@@ -367,14 +401,15 @@ class PlanService:
         own = plan_id_for(prompt)
         if self._record(own) is not None:
             return own, 1.0
-        # Stale plans count here: the agent rewards the plan it just replayed, stale or not.
+        # Stale plans count here: the agent rewards the plan it just replayed, stale or not. Only a plan certified
+        # the same request is rewarded by prompt (a candidate is rewarded by its plan_id).
         vec = self.embedder.embed_query(prompt)
-        candidates = self._judge(prompt, self._nearest(vec, self.config.top_k, only_fresh=False))
-        hits = [c for c in candidates if c.hit]
+        points = self._nearest(vec, self.config.top_k, only_fresh=False)
+        hits = [p for p in points if certify(str((p.payload or {}).get("prompt", "")), prompt).same]
         if not hits:
-            raise NotFound("no cached plan answers this prompt for this identity")
-        best = max(hits, key=lambda c: c.cosine)
-        return best.plan_id, best.cosine
+            raise NotFound("no cached plan is certified the same request for this identity: reward it by plan_id")
+        best = max(hits, key=lambda p: float(p.score))
+        return str(best.id), float(best.score)
 
     def reward(self, inp: PlanRewardInput) -> RewardOutcome:
         """score = a * success + (1 - a) * score; a tool failure or a score below the floor makes it stale."""
@@ -404,6 +439,11 @@ class PlanService:
                 "failures": int(payload.get("failures", 0)) + (0 if inp.success else 1),
                 "rewarded_at": iso(self.clock()),
             }
+            if inp.plan_id is not None and plan_id in self._offered:
+                # A candidate the agent replayed and now rewards: its use (a hit counted its use at lookup).
+                del self._offered[plan_id]
+                update["uses"] = int(payload.get("uses", 0)) + 1
+                update["last_used_at"] = iso(self.clock())
             self.coll.set_payload(plan_id, update)
         if stale and not was_stale:
             logger.info("plan went stale", extra={"plan_id": plan_id, "reason": reason})
@@ -420,11 +460,99 @@ class PlanService:
         payload.pop("status", None)
         return {"plan_id": plan_id, **payload}
 
+    def use(self, plan_id: str) -> int:
+        """Count a use of a plan replayed unchanged from a candidate (auto-capture); returns the new count."""
+        with self.coll.lock:
+            payload = self._record(plan_id)
+            if payload is None:
+                raise NotFound(f"no plan with id {plan_id} for this identity")
+            uses = int(payload.get("uses", 0)) + 1
+            self.coll.set_payload(plan_id, {"uses": uses, "last_used_at": iso(self.clock())})
+        self._offered.pop(plan_id, None)
+        return uses
+
+    def _all(self) -> list[tuple[str, dict[str, Any]]]:
+        return list(stored_plans(self.coll))
+
+    def list_plans(self, inp: PlanListInput) -> dict[str, Any]:
+        """Stored plans, most recently updated first: id, prompt, steps, score, counts, stale (actions: plan_get)."""
+        records = self._all()
+        if inp.stale is not None:
+            records = [(i, p) for i, p in records if bool(p.get("stale")) == inp.stale]
+        if inp.contains:
+            needle = inp.contains.lower()
+            records = [(i, p) for i, p in records if needle in str(p.get("prompt", "")).lower()]
+        records.sort(key=lambda r: str(r[1].get("updated_at") or ""), reverse=True)
+        plans = [
+            {
+                "plan_id": i,
+                "prompt": p.get("prompt"),
+                "steps": len(p.get("actions") or []),
+                "score": round(float(p.get("score", 0.0)), 4),
+                "stale": bool(p.get("stale")),
+                **{k: int(p.get(k, 0)) for k in ("uses", "rewards", "successes", "failures")},
+                "updated_at": p.get("updated_at"),
+                **({"derived_from": p["derived_from"]} if p.get("derived_from") else {}),
+            }
+            for i, p in records[inp.offset : inp.offset + inp.limit]
+        ]
+        return {"plans": plans, "total": len(records), "offset": inp.offset}
+
+    def forget(self, plan_id: str) -> dict[str, Any]:
+        """Delete a plan (a bad one the agent or the user found); NotFound when there is none."""
+        with self.coll.lock:
+            payload = self._record(plan_id)
+            if payload is None:
+                raise NotFound(f"no plan with id {plan_id} for this identity")
+            self.coll.delete([plan_id])
+        self._offered.pop(plan_id, None)
+        return {"plan_id": plan_id, "forgotten": True, "prompt": payload.get("prompt")}
+
+    def export(self) -> Iterator[PlanExportRecord]:
+        """Every plan as an export record, oldest first."""
+        rows = sorted(self._all(), key=lambda r: str(r[1].get("created_at") or ""))
+        for plan_id, payload in rows:
+            fields = {k: v for k, v in payload.items() if k in PlanExportRecord.model_fields}
+            yield PlanExportRecord.model_validate({**fields, "plan_id": plan_id})
+
+    def import_records(self, records: list[PlanExportRecord], batch: int = 64) -> int:
+        """Write exported plans (embedding their prompts); a plan's id follows its prompt, so an import twice, or of
+        a plan already here, overwrites it in place. Returns how many were written."""
+        for start in range(0, len(records), batch):
+            chunk = records[start : start + batch]
+            vecs = self.embedder.embed_documents([r.prompt for r in chunk])
+            points = []
+            for record, vec in zip(chunk, vecs, strict=True):
+                plan = PlanRecord.model_validate(record.model_dump(exclude={"record", "plan_id"}))
+                points.append((plan_id_for(record.prompt), vec, self._payload(plan)))
+            with self.coll.lock:
+                self.coll.upsert(points)
+        self._maybe_index()
+        return len(records)
+
     def count(self, stale: bool | None = None) -> int:
         """How many plans (all, or only the stale / fresh ones)."""
-        import qdrant_edge as qe
-
         if stale is None:
             return self.coll.count()
-        status = STALE if stale else FRESH
-        return self.coll.count(qe.Filter(must=[qe.FieldCondition("status", match=qe.MatchValue(status))]))
+        return self.coll.count(where(status=STALE if stale else FRESH))
+
+    def restore_plans(
+        self, plans: Sequence[tuple[str, dict[str, Any]]], observer: Callable[[int], None] | None = None
+    ) -> None:
+        """Write plans read from another store as they were, each embedded from its prompt as :meth:`store` does."""
+        vectors = self.embedder.embed_documents([str(payload.get("prompt", "")) for _, payload in plans])
+        self.coll.observer = observer
+        try:
+            self.coll.upsert([(pid, vec, payload) for (pid, payload), vec in zip(plans, vectors, strict=True)])
+        finally:
+            self.coll.observer = None
+
+
+def stored_plans(coll: Collection, batch: int = 256) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every plan of a plan collection as stored: (id, payload), for moving plans to another store (``reindex``)."""
+    offset: Any = None
+    while True:
+        page, offset = coll.scroll(Scroll(offset=offset, limit=batch))
+        yield from ((str(p.id), dict(p.payload or {})) for p in page)
+        if offset is None:
+            return

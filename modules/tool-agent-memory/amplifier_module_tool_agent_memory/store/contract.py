@@ -26,25 +26,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from .journal import Change, Journal
-
-if TYPE_CHECKING:
-    import qdrant_edge
+from .query import DENSE as DENSE
+from .query import Filter, Scroll, Search
+from .query import NamedPoint as NamedPoint
+from .query import PointInput as PointInput
+from .query import StoredPoint as StoredPoint
 
 logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
-DENSE = "dense"
 
 IndexKind = Literal["keyword", "datetime", "float", "integer", "bool", "text"]
 MemoryTier = Literal["pinned", "cached", "cold"]
 Quantization = Literal["int8", "turbo4", "turbo2"]
-# A point to write: (id, a plain dense vector or vectors by name, payload).
-PointInput = tuple[str, Sequence[float] | dict[str, list[float]], dict[str, Any]]
-# The same with its vectors always by name (what the engines receive).
-NamedPoint = tuple[str, dict[str, list[float]], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -119,17 +116,6 @@ class CollectionSpec:
     layout: StorageLayout = StorageLayout()
 
 
-@dataclass(frozen=True)
-class StoredPoint:
-    """A point as every store answers it: id, payload, score (searches), vectors by name, order value (scrolls)."""
-
-    id: Any
-    payload: dict[str, Any] | None
-    score: float = 0.0
-    vector: Any = None
-    order_value: Any = None
-
-
 def utc_now() -> datetime:
     """The current time, timezone-aware UTC (one place, so tests can reason about it)."""
     return datetime.now(UTC)
@@ -165,22 +151,22 @@ class Collection(Protocol):
     def delete(self, point_ids: Sequence[str]) -> None:
         """Delete points by id (unknown ids are ignored)."""
 
-    def delete_by_filter(self, flt: qdrant_edge.Filter) -> None:
+    def delete_by_filter(self, flt: Filter) -> None:
         """Delete every point the filter matches."""
 
     def retrieve(self, point_ids: Sequence[str], with_vector: bool = False) -> list[StoredPoint]:
         """The points of these ids that exist, in the order asked, with their payloads."""
         ...
 
-    def query(self, request: qdrant_edge.QueryRequest) -> list[StoredPoint]:
-        """A scored search (Edge request objects on every engine)."""
+    def query(self, search: Search) -> list[StoredPoint]:
+        """A scored search, best first."""
         ...
 
-    def scroll(self, request: qdrant_edge.ScrollRequest) -> tuple[list[StoredPoint], Any]:
+    def scroll(self, scroll: Scroll) -> tuple[list[StoredPoint], Any]:
         """One page of points and the offset of the next page (None at the end)."""
         ...
 
-    def count(self, flt: qdrant_edge.Filter | None = None) -> int:
+    def count(self, flt: Filter | None = None) -> int:
         """Exact number of points (matching ``flt``)."""
         ...
 
@@ -359,13 +345,13 @@ class BaseCollection(ABC):
     def _engine_retrieve(self, point_ids: list[str], with_vector: bool) -> list[StoredPoint]: ...
 
     @abstractmethod
-    def _engine_query(self, request: qdrant_edge.QueryRequest) -> list[StoredPoint]: ...
+    def _engine_query(self, search: Search) -> list[StoredPoint]: ...
 
     @abstractmethod
-    def _engine_scroll(self, request: qdrant_edge.ScrollRequest) -> tuple[list[StoredPoint], Any]: ...
+    def _engine_scroll(self, scroll: Scroll) -> tuple[list[StoredPoint], Any]: ...
 
     @abstractmethod
-    def count(self, flt: qdrant_edge.Filter | None = None) -> int:
+    def count(self, flt: Filter | None = None) -> int:
         """Exact number of points (matching ``flt``)."""
 
     @abstractmethod
@@ -515,17 +501,13 @@ class BaseCollection(ABC):
             extra={"collection": self.name, "bytes": removed, "ms": (time.perf_counter() - started) * 1000},
         )
 
-    def delete_by_filter(self, flt: qdrant_edge.Filter) -> None:
+    def delete_by_filter(self, flt: Filter) -> None:
         """Delete every point the filter matches."""
-        import qdrant_edge as qe
-
         with self.lock:
             ids: list[str] = []
             offset = None
             while True:
-                page, offset = self._engine_scroll(
-                    qe.ScrollRequest(offset=offset, limit=1024, filter=flt, with_payload=False)
-                )
+                page, offset = self._engine_scroll(Scroll(offset=offset, limit=1024, filter=flt, with_payload=False))
                 ids.extend(str(p.id) for p in page)
                 if offset is None or not page:
                     break
@@ -603,13 +585,13 @@ class BaseCollection(ABC):
                 found = self._checked(self._read(lambda: self._engine_retrieve(ids, with_vector)))
         return found
 
-    def query(self, request: qdrant_edge.QueryRequest) -> list[StoredPoint]:
-        """A scored search (Edge request objects on every engine)."""
-        return self._checked(self._read(lambda: self._engine_query(request)))
+    def query(self, search: Search) -> list[StoredPoint]:
+        """A scored search, best first."""
+        return self._checked(self._read(lambda: self._engine_query(search)))
 
-    def scroll(self, request: qdrant_edge.ScrollRequest) -> tuple[list[StoredPoint], Any]:
+    def scroll(self, scroll: Scroll) -> tuple[list[StoredPoint], Any]:
         """One page of points and the offset of the next page (None at the end)."""
-        records, offset = self._read(lambda: self._engine_scroll(request))
+        records, offset = self._read(lambda: self._engine_scroll(scroll))
         return self._checked(records), offset
 
     def index_if_needed(self, min_unindexed: int) -> float | None:

@@ -425,6 +425,34 @@ def open_store_count() -> int:
     return STORES.count("edge")
 
 
+def delete_store(root: Path, identity: str) -> int:
+    """Delete an identity's embedded store for good, holding its lock; the bytes it occupied (0: none there).
+
+    Refused (:class:`StoreInUseError`) while any process, this one included, has the store open.
+    """
+    root = root.resolve()
+    path = root / validate_identity(identity)
+    if not path.exists():
+        return 0
+    refuse_links(path, root)
+    if STORES.is_open(("edge", path)):
+        raise StoreInUseError(f"the memory store {path} is open in this process; end its sessions first")
+    fd = open_no_follow(path / LOCK_FILE, os.O_RDWR | os.O_CREAT)
+    try:
+        if not try_lock(fd):
+            raise StoreInUseError(_in_use_message(path))
+        size = allocated_bytes(path)
+        # Moved aside first (one rename): a crash mid-delete leaves no half store under the identity's name.
+        aside = root / f".{path.name}.deleting"
+        shutil.rmtree(aside, ignore_errors=True)
+        path.rename(aside)
+        shutil.rmtree(aside)
+    finally:
+        os.close(fd)
+    logger.info("store deleted", extra={"identity": identity, "bytes": size})
+    return size
+
+
 def remove_store_files(root: Path, identity: str) -> None:
     """Delete an identity's store folder (used by tests and ``agent-memory`` maintenance)."""
     shutil.rmtree(root / validate_identity(identity), ignore_errors=True)

@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import AgentMemoryError, StoreDamagedError
 from .contract import DENSE, BaseCollection, NamedPoint, StoredPoint
+from .edge_query import to_filter, to_query_request, to_scroll_request
 from .edge_settings import vacuums
 from .journal import CHECKPOINT_EVERY, Journal
 from .purge import DebouncedJob, PurgePolicy
+from .query import Filter, Scroll, Search
 from .space import DiskGate, allocated_bytes
 
 if TYPE_CHECKING:
@@ -68,9 +70,15 @@ class EdgeCollection(BaseCollection):
         self.journal = journal
         self.repair_hint = repair_hint
         self._since_checkpoint = 0
+        # Writes between two checkpoints; a bulk import raises it (memory/importing.py): each flush of a
+        # growing shard costs more, and a crash then replays at most this many journal records.
+        self.checkpoint_every = CHECKPOINT_EVERY
         self.purge_policy = purge or PurgePolicy()
         policy = self.purge_policy
-        self._engine_purge = DebouncedJob(name, self.purge_engine, policy.quiet_s, policy.max_wait_s, policy.idle_s)
+        self._engine_purge = DebouncedJob(
+            name, self.purge_engine, policy.quiet_s, policy.max_wait_s, policy.idle_s,
+            clock=policy.clock, background=policy.background,
+        )
         # A shard created before the vacuum setting would only build indexes early: it is purged by repair.
         self.vacuums = path is not None and vacuums(path)
 
@@ -130,18 +138,19 @@ class EdgeCollection(BaseCollection):
             for p in self.shard.retrieve(list[Any](point_ids), with_payload=True, with_vector=with_vector)
         ]
 
-    def _engine_query(self, request: qdrant_edge.QueryRequest) -> list[StoredPoint]:
-        return [stored_point(p) for p in self.shard.query(request)]
+    def _engine_query(self, search: Search) -> list[StoredPoint]:
+        return [stored_point(p) for p in self.shard.query(to_query_request(search))]
 
-    def _engine_scroll(self, request: qdrant_edge.ScrollRequest) -> tuple[list[StoredPoint], Any]:
-        records, next_offset = self.shard.scroll(request)
+    def _engine_scroll(self, scroll: Scroll) -> tuple[list[StoredPoint], Any]:
+        records, next_offset = self.shard.scroll(to_scroll_request(scroll))
         return [stored_point(p) for p in records], next_offset
 
-    def count(self, flt: qdrant_edge.Filter | None = None) -> int:
+    def count(self, flt: Filter | None = None) -> int:
         """Exact number of points (matching ``flt``)."""
         import qdrant_edge as qe
 
-        return int(self._read(lambda: self.shard.count(qe.CountRequest(filter=flt, exact=True))))
+        request = qe.CountRequest(filter=to_filter(flt), exact=True)
+        return int(self._read(lambda: self.shard.count(request)))
 
     def unindexed_count(self) -> int:
         """Points whose vectors are not in the HNSW index yet (searched by brute force)."""
@@ -162,7 +171,7 @@ class EdgeCollection(BaseCollection):
         # A purge waiting for the collection to be idle waits idle_s from this write on.
         self._engine_purge.touch()
         self._since_checkpoint += changes
-        if self._since_checkpoint >= CHECKPOINT_EVERY:
+        if self._since_checkpoint >= self.checkpoint_every:
             self.persist()
 
     def persist(self) -> None:
@@ -186,6 +195,11 @@ class EdgeCollection(BaseCollection):
     def engine_purge_waits_for_idle(self) -> bool:
         """Whether a purge is due but waits for the collection to be idle (too large to purge promptly)."""
         return self._engine_purge.waits_for_idle
+
+    def run_engine_purge_if_due(self) -> bool:
+        """Run a waiting engine purge now if it is due by the purge clock; whether it ran (for a policy with
+        ``background=False``, whose owner decides when time has passed: tests with a manual clock)."""
+        return self._engine_purge.run_if_due()
 
     def _engine_freed_text(self) -> None:
         if self.vacuums and self.journal is not None and not self.journal.read_only:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import edge_wire, wire
+from . import query_wire, wire
 from .contract import BaseCollection
 from .files import open_no_follow
 
@@ -259,18 +259,18 @@ def _run(coll: BaseCollection, op: str, a: dict[str, Any]) -> Any:
         coll.delete(a["ids"])
         return None
     if op == "delete_by_filter":
-        coll.delete_by_filter(edge_wire.decode(a["filter"]))
+        coll.delete_by_filter(query_wire.decode(a["filter"]))
         return None
     if op == "retrieve":
         return [wire.point_out(p) for p in coll.retrieve(a["ids"], bool(a.get("with_vector")))]
     if op == "query":
-        return [wire.point_out(p) for p in coll.query(edge_wire.decode(a["request"]))]
+        return [wire.point_out(p) for p in coll.query(query_wire.decode(a["request"]))]
     if op == "scroll":
-        points, offset = coll.scroll(edge_wire.decode(a["request"]))
-        return [[wire.point_out(p) for p in points], edge_wire.encode(offset)]
+        points, offset = coll.scroll(query_wire.decode(a["request"]))
+        return [[wire.point_out(p) for p in points], query_wire.encode(offset)]
     if op == "count":
         flt = a.get("filter")
-        return coll.count(edge_wire.decode(flt) if flt is not None else None)
+        return coll.count(query_wire.decode(flt) if flt is not None else None)
     if op == "unindexed_count":
         return coll.unindexed_count()
     if op == "optimize":

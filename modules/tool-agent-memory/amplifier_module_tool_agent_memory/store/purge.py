@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +47,10 @@ class PurgePolicy:
     idle_s: float = PURGE_IDLE_S
     quiet_s: float = PURGE_QUIET_S
     max_wait_s: float = PURGE_MAX_WAIT_S
+    # Seconds that only go forward. Tests inject a clock they move by hand (and background=False, then
+    # run what is due with DebouncedJob.run_if_due), so no test waits for a window of real time.
+    clock: Callable[[], float] = field(default=time.monotonic, compare=False)
+    background: bool = True
 
     def waits_for_idle(self, points: int) -> bool:
         """Whether a purge of a collection of ``points`` points must wait for the collection to be idle."""
@@ -65,12 +69,19 @@ class DebouncedJob:
         quiet_s: float = PURGE_QUIET_S,
         max_wait_s: float = PURGE_MAX_WAIT_S,
         idle_s: float = PURGE_IDLE_S,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        background: bool = True,
     ) -> None:
+        """``clock``: seconds that only go forward. ``background=False`` starts no thread: the owner (a test)
+        runs what is due with :meth:`run_if_due`."""
         self.name = name
         self._job = job
         self._quiet_s = quiet_s
         self._max_wait_s = max_wait_s
         self._idle_s = idle_s
+        self._clock = clock
+        self._background = background
         self._cond = threading.Condition()
         self._first: float | None = None
         self._last = 0.0
@@ -96,7 +107,7 @@ class DebouncedJob:
     def touch(self) -> None:
         """The owner was active (a write): an idle request waits ``idle_s`` from now."""
         with self._cond:
-            self._active = time.monotonic()
+            self._active = self._clock()
 
     def request(self, *, idle: bool = False) -> None:
         """Ask for the job to run after the quiet time, or with ``idle`` once the owner was idle for ``idle_s``
@@ -104,13 +115,13 @@ class DebouncedJob:
         with self._cond:
             if self._stopped:
                 return
-            now = time.monotonic()
+            now = self._clock()
             if self._first is None:
                 self._first = now
             self._last = now
             self._active = now
             self._idle = idle
-            if self._thread is None:
+            if self._thread is None and self._background:
                 self._thread = threading.Thread(target=self._loop, name=f"purge-{self.name}", daemon=True)
                 self._thread.start()
             self._cond.notify()
@@ -119,9 +130,9 @@ class DebouncedJob:
         if self._first is None:
             return None
         if self._idle:
-            return self._active + self._idle_s - time.monotonic()
+            return self._active + self._idle_s - self._clock()
         due = min(self._last + self._quiet_s, self._first + self._max_wait_s)
-        return due - time.monotonic()
+        return due - self._clock()
 
     def _loop(self) -> None:
         while True:
@@ -143,6 +154,18 @@ class DebouncedJob:
         except Exception:
             # The next request tries again; close purges whatever is left.
             logger.exception("background purge failed", extra={"job": self.name})
+
+    def run_if_due(self) -> bool:
+        """Run the job now (in the caller's thread) when a waiting request is due by the clock; whether it ran.
+        The background thread decides the same way (:meth:`_due_in`)."""
+        with self._cond:
+            wait = self._due_in()
+            due = wait is not None and wait <= 0
+            if due:
+                self._first = None
+        if due:
+            self._run()
+        return due
 
     def flush(self) -> bool:
         """Run the job now (in the caller's thread) when a request waits for it; whether it ran."""

@@ -11,17 +11,15 @@ import shutil
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import AgentMemoryError, ReadOnlyStoreError, StoreDamagedError
 from .contract import PAYLOAD_SUM, BaseCollection, CollectionSpec, NamedPoint, StoredPoint, payload_sum, sealed
 from .edge_collection import EdgeCollection, vectors_of
 from .edge_settings import create_index_operation, edge_config
 from .journal import Change, Entry, Journal
+from .query import Filter, Scroll, Search
 from .space import DiskGate, allocated_bytes
-
-if TYPE_CHECKING:
-    import qdrant_edge
 
 logger = logging.getLogger(__name__)
 
@@ -92,14 +90,10 @@ def journal_from_engine(coll: EdgeCollection, journal: Journal) -> int:
 
     A payload whose checksum fails is not copied (it is damaged; the journal must not learn it).
     """
-    import qdrant_edge as qe
-
     written = 0
     offset = None
     while True:
-        page, offset = coll.shard.scroll(
-            qe.ScrollRequest(offset=offset, limit=256, with_payload=True, with_vector=True)
-        )
+        page, offset = coll._engine_scroll(Scroll(offset=offset, limit=256, with_payload=True, with_vector=True))
         changes = []
         for p in page:
             payload = dict(p.payload or {})
@@ -153,19 +147,19 @@ class JournalView(BaseCollection):
     def _engine_retrieve(self, point_ids: list[str], with_vector: bool) -> list[StoredPoint]:
         return [p for p in (self._point(pid, with_vector) for pid in point_ids) if p is not None]
 
-    def _engine_query(self, request: qdrant_edge.QueryRequest) -> list[StoredPoint]:
+    def _engine_query(self, search: Search) -> list[StoredPoint]:
         raise StoreDamagedError(f"collection {self.name!r} can only be exported while its engine is damaged")
 
-    def _engine_scroll(self, request: qdrant_edge.ScrollRequest) -> tuple[list[StoredPoint], Any]:
-        if request.filter is not None or request.order_by is not None:
+    def _engine_scroll(self, scroll: Scroll) -> tuple[list[StoredPoint], Any]:
+        if scroll.filter is not None or scroll.order is not None:
             raise StoreDamagedError(f"collection {self.name!r} can only be exported while its engine is damaged")
-        start = int(request.offset or 0)
-        limit = int(request.limit or 10)
-        page = self._engine_retrieve(self._ids[start : start + limit], bool(request.with_vector))
+        start = int(scroll.offset or 0)
+        limit = scroll.limit
+        page = self._engine_retrieve(self._ids[start : start + limit], bool(scroll.with_vector))
         nxt = start + limit if start + limit < len(self._ids) else None
         return page, nxt
 
-    def count(self, flt: qdrant_edge.Filter | None = None) -> int:
+    def count(self, flt: Filter | None = None) -> int:
         """Points the journal holds (no filter)."""
         return len(self._ids)
 

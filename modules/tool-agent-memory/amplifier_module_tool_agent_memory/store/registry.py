@@ -74,6 +74,11 @@ class Registry:
             entry.close()
             return True
 
+    def is_open(self, key: Hashable) -> bool:
+        """Whether a handle of ``key`` is open."""
+        with self._lock:
+            return key in self._entries
+
     def count(self, kind: str | None = None) -> int:
         """How many handles are open (whose key is a tuple starting with ``kind``, when given)."""
         with self._lock:

@@ -1,9 +1,9 @@
 """Qdrant server backend: the identity stores on a Qdrant server or cluster shared by many processes.
 
-Selected by config ``storage: {backend: server, url: ...}``. The services keep building
-``qdrant_edge`` request objects; :class:`ServerCollection` reads their properties and sends
-the equivalent ``qdrant_client`` request, and answers with points shaped like Edge's
-(``.id``, ``.score``, ``.payload``, ``.vector``), so no service knows which backend it runs on.
+Selected by config ``storage: {backend: server, url: ...}``. The services speak the store
+language (:mod:`.query`); :class:`ServerCollection` translates it into ``qdrant_client`` requests
+and answers :class:`~.query.StoredPoint` as the embedded store does, so no service knows which
+backend it runs on.
 
 Layout on the server: one collection per identity and collection name,
 ``{collection_prefix}__{identity}__{name}`` (e.g. ``agent_memory__alice__memories``), so every
@@ -28,16 +28,15 @@ from __future__ import annotations
 import logging
 import math
 import os
-import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..config import StorageConfig
-from ..errors import AgentMemoryError, ConfigError, ModelMismatchError
+from ..errors import AgentMemoryError, ConfigError, ModelMismatchError, StoreInUseError
 from ..identity import validate_identity
 from .contract import (
     SCHEMA_VERSION,
@@ -50,10 +49,25 @@ from .contract import (
     open_with_other_model,
     utc_now,
 )
+from .query import (
+    AnyOf,
+    Bm25,
+    Bound,
+    Condition,
+    Filter,
+    Fused,
+    IsEmpty,
+    Match,
+    Nearest,
+    Order,
+    Range,
+    Scroll,
+    Search,
+    fields,
+)
 from .registry import STORES, Registry
 
 if TYPE_CHECKING:
-    import qdrant_edge
     from qdrant_client import QdrantClient
     from qdrant_client.http import models as qm
 
@@ -151,225 +165,75 @@ def _server_errors(url: str) -> Iterator[None]:
         ) from exc
 
 
-# Translation of qdrant_edge request objects into qdrant_client models.
+# The store language (see .query) translated into qdrant_client models, in one place.
 
 
-def _edge_datetime(value: str | None) -> str | None:
-    """Edge renders datetimes as ``2026-01-01 00:00:00 UTC``; the server wants RFC 3339."""
+def _bound(value: Bound | None) -> Any:
     if value is None:
         return None
-    try:
-        ts = datetime.fromisoformat(value.removesuffix(" UTC").replace("Z", "+00:00"))
-    except ValueError:
-        return value
-    return iso(ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC))
+    return iso(value) if isinstance(value, datetime) else float(value)
 
 
-def _match(match: Any) -> Any:
-    import qdrant_edge as qe
+def _condition(cond: Condition) -> Any:
     from qdrant_client.http import models as qm
 
-    if isinstance(match, qe.MatchValue):
-        return qm.MatchValue(value=match.value)
-    if isinstance(match, qe.MatchAny):
-        return qm.MatchAny(any=list(match.value))
-    if isinstance(match, qe.MatchExcept):
-        return qm.MatchExcept(**{"except": list(match.value)})
-    if isinstance(match, qe.MatchText):
-        return qm.MatchText(text=match.text)
-    if isinstance(match, qe.MatchTextAny):
-        return qm.MatchTextAny(text_any=match.text_any)
-    if isinstance(match, qe.MatchPhrase):
-        return qm.MatchPhrase(phrase=match.phrase)
-    raise NotImplementedError(f"the server backend does not translate {type(match).__name__} conditions")
-
-
-def _range(rng: Any) -> Any:
-    import qdrant_edge as qe
-    from qdrant_client.http import models as qm
-
-    if isinstance(rng, qe.RangeDateTime):
-        return qm.DatetimeRange(
-            gt=_edge_datetime(rng.gt),
-            gte=_edge_datetime(rng.gte),
-            lt=_edge_datetime(rng.lt),
-            lte=_edge_datetime(rng.lte),
-        )
-    if isinstance(rng, qe.RangeFloat):
-        return qm.Range(gt=rng.gt, gte=rng.gte, lt=rng.lt, lte=rng.lte)
-    raise NotImplementedError(f"the server backend does not translate {type(rng).__name__} ranges")
-
-
-def _condition(cond: Any) -> Any:
-    import qdrant_edge as qe
-    from qdrant_client.http import models as qm
-
-    if isinstance(cond, qe.Filter):
+    if isinstance(cond, Filter):
         return to_filter(cond)
-    if isinstance(cond, qe.FieldCondition):
-        if cond.match is not None:
-            return qm.FieldCondition(key=cond.key, match=_match(cond.match))
-        if cond.range is not None:
-            return qm.FieldCondition(key=cond.key, range=_range(cond.range))
-        if cond.values_count is not None:
-            vc = cond.values_count
-            return qm.FieldCondition(
-                key=cond.key, values_count=qm.ValuesCount(lt=vc.lt, gt=vc.gt, lte=vc.lte, gte=vc.gte)
-            )
-        if cond.is_empty:
-            return qm.IsEmptyCondition(is_empty=qm.PayloadField(key=cond.key))
-        if cond.is_null:
-            return qm.IsNullCondition(is_null=qm.PayloadField(key=cond.key))
-        raise NotImplementedError(f"the server backend does not translate this condition on {cond.key!r}")
-    if isinstance(cond, qe.IsEmptyCondition):
+    if isinstance(cond, Match):
+        return qm.FieldCondition(key=cond.key, match=qm.MatchValue(value=cond.value))
+    if isinstance(cond, AnyOf):
+        return qm.FieldCondition(key=cond.key, match=qm.MatchAny(any=list(cond.values)))
+    if isinstance(cond, Range):
+        bounds = {name: _bound(getattr(cond, name)) for name in ("gt", "gte", "lt", "lte")}
+        rng = qm.DatetimeRange(**bounds) if cond.of_datetimes else qm.Range(**bounds)
+        return qm.FieldCondition(key=cond.key, range=rng)
+    if isinstance(cond, IsEmpty):
         return qm.IsEmptyCondition(is_empty=qm.PayloadField(key=cond.key))
-    if isinstance(cond, qe.IsNullCondition):
-        return qm.IsNullCondition(is_null=qm.PayloadField(key=cond.key))
-    if isinstance(cond, qe.HasIdCondition):
-        return qm.HasIdCondition(has_id=sorted(cond.point_ids, key=str))
-    if isinstance(cond, qe.HasVectorCondition):
-        return qm.HasVectorCondition(has_vector=cond.vector)
-    if isinstance(cond, qe.NestedCondition):
-        return qm.NestedCondition(nested=qm.Nested(key=cond.key, filter=to_filter(cond.filter)))
-    raise NotImplementedError(f"the server backend does not translate {type(cond).__name__} conditions")
+    raise TypeError(f"not a store condition: {cond!r}")
 
 
-def to_filter(flt: qdrant_edge.Filter | None) -> qm.Filter | None:
-    """The qdrant_client filter equal to an Edge filter."""
+def to_filter(flt: Filter | None) -> qm.Filter | None:
+    """The qdrant_client filter of a store filter (``None`` stays no filter)."""
     from qdrant_client.http import models as qm
 
     if flt is None:
         return None
 
-    def conditions(items: Sequence[Any] | None) -> list[Any] | None:
-        return [_condition(c) for c in items] if items is not None else None
+    def conditions(items: tuple[Condition, ...]) -> list[Any] | None:
+        return [_condition(c) for c in items] if items else None
 
-    min_should = None
-    if flt.min_should is not None:
-        min_should = qm.MinShould(
-            conditions=[_condition(c) for c in flt.min_should.conditions], min_count=flt.min_should.min_count
-        )
-    return qm.Filter(
-        must=conditions(flt.must),
-        should=conditions(flt.should),
-        must_not=conditions(flt.must_not),
-        min_should=min_should,
-    )
-
-
-def _vector_input(vec: Any) -> Any:
-    import qdrant_edge as qe
-    from qdrant_client.http import models as qm
-
-    if isinstance(vec, qe.SparseVector):
-        return qm.SparseVector(indices=list(vec.indices), values=list(vec.values))
-    return list(vec)
-
-
-_NEAREST_REPR = re.compile(
-    r'^Query\.Nearest\(query=\[(?P<vector>[^\[\]]*)\], using=(?:"(?P<using>[A-Za-z0-9_.-]*)"|None)\)$'
-)
-
-
-def _nearest_parts(query: Any) -> tuple[Any, str | None]:
-    """The vector and vector name of an Edge ``Query.Nearest``.
-
-    A ``Query.Nearest`` built by the caller has ``.query`` and ``.using``, but read back from a
-    ``QueryRequest`` or ``Prefetch`` (how the services hand it over) qdrant-edge 0.9.0 returns the
-    base ``Query`` class, which has no accessors. Its repr is complete and exact (each f32 printed
-    as its shortest round-trip decimal), so a dense vector is read from there.
-    """
-    if type(query).__name__ == "Nearest":
-        return _vector_input(query.query), query.using
-    text = repr(query)
-    match = _NEAREST_REPR.match(text)
-    if match is None:
-        raise NotImplementedError(f"the server backend translates only dense Query.Nearest queries, got {text[:80]}")
-    raw = match.group("vector").strip()
-    vector = [float(v) for v in raw.split(",")] if raw else []
-    return vector, match.group("using")
+    return qm.Filter(must=conditions(flt.must), should=conditions(flt.should), must_not=conditions(flt.must_not))
 
 
 def _bm25_value(value: float) -> float:
-    # Edge stores k and b as f32 (0.3 reads back as 0.30000001192092896): send the intended value.
+    # BM25 parameters arrive as Python floats; rounded so a value read back from an f32 elsewhere sends as written.
     return round(float(value), 6)
 
 
-def to_query(query: Any) -> tuple[Any, str | None]:
-    """An Edge scoring query as ``(qdrant_client query, using)``."""
-    import qdrant_edge as qe
+def to_query(query: Nearest | Bm25 | Fused) -> tuple[Any, str | None, list[qm.Prefetch] | None]:
+    """A store query as ``(qdrant_client query, using, prefetch stages)``."""
     from qdrant_client.http import models as qm
 
-    if query is None:
-        return None, None
-    if isinstance(query, qe.Query):
-        vector, using = _nearest_parts(query)
-        return qm.NearestQuery(nearest=vector), using
-    if isinstance(query, qe.TextQuery):
-        bm25 = qm.Bm25Params(k=_bm25_value(query.scoring.k), b=_bm25_value(query.scoring.b))
-        text = qm.TextQueryInput(query=query.query, scoring=qm.Bm25Scoring(bm25=bm25))
+    if isinstance(query, Nearest):
+        return qm.NearestQuery(nearest=list(query.vector)), query.using, None
+    if isinstance(query, Bm25):
+        bm25 = qm.Bm25Params(k=_bm25_value(query.k), b=_bm25_value(query.b))
+        text = qm.TextQueryInput(query=query.text, scoring=qm.Bm25Scoring(bm25=bm25))
         # A text query names its payload field with `using`.
-        return qm.TextQuery(text=text), query.field
-    if isinstance(query, qe.Fusion.Rrf):
-        weights = list(query.weights) if query.weights is not None else None
-        return qm.RrfQuery(rrf=qm.Rrf(k=query.k, weights=weights)), None
-    if isinstance(query, qe.Fusion.Dbsf):
-        return qm.FusionQuery(fusion=qm.Fusion.DBSF), None
-    raise NotImplementedError(f"the server backend does not translate {type(query).__name__} queries")
+        return qm.TextQuery(text=text), query.field, None
+    stages = []
+    for stage in query.stages:
+        inner, using, _ = to_query(stage.query)
+        stages.append(qm.Prefetch(query=inner, using=using, filter=to_filter(stage.filter), limit=stage.limit))
+    return qm.RrfQuery(rrf=qm.Rrf(k=query.k)), None, stages
 
 
-def _search_params(params: Any) -> qm.SearchParams | None:
-    from qdrant_client.http import models as qm
-
-    if params is None:
-        return None
-    if params.quantization is not None or params.acorn is not None or params.idf is not None:
-        raise NotImplementedError("the server backend translates only hnsw_ef, exact and indexed_only search params")
-    return qm.SearchParams(hnsw_ef=params.hnsw_ef, exact=params.exact, indexed_only=params.indexed_only)
-
-
-def to_prefetch(prefetch: qdrant_edge.Prefetch) -> qm.Prefetch:
-    """The qdrant_client prefetch stage equal to an Edge one (nested stages included)."""
-    from qdrant_client.http import models as qm
-
-    query, using = to_query(prefetch.query)
-    return qm.Prefetch(
-        prefetch=[to_prefetch(p) for p in prefetch.prefetches] or None,
-        query=query,
-        using=using,
-        filter=to_filter(prefetch.filter),
-        params=_search_params(prefetch.params),
-        score_threshold=prefetch.score_threshold,
-        limit=prefetch.limit,
-    )
-
-
-def _with_payload(value: Any) -> Any:
-    if value is None or isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, list | tuple):
-        return list(value)
-    raise NotImplementedError(f"the server backend does not translate with_payload={value!r}")
-
-
-def _with_vector(value: Any) -> Any:
-    if value is None or isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, list | tuple):
-        return list(value)
-    raise NotImplementedError(f"the server backend does not translate with_vector={value!r}")
-
-
-def _order_by(order: Any) -> qm.OrderBy | None:
-    import qdrant_edge as qe
+def _order_by(order: Order | None) -> qm.OrderBy | None:
     from qdrant_client.http import models as qm
 
     if order is None:
         return None
-    direction = None
-    if order.direction is not None:
-        direction = qm.Direction.DESC if order.direction == qe.Direction.Desc else qm.Direction.ASC
-    return qm.OrderBy(key=order.key, direction=direction, start_from=order.start_from)
+    return qm.OrderBy(key=order.key, direction=qm.Direction.DESC if order.descending else qm.Direction.ASC)
 
 
 def _point(p: Any) -> StoredPoint:
@@ -438,38 +302,38 @@ class ServerCollection(BaseCollection):
         rank = {str(pid): i for i, pid in enumerate(point_ids)}
         return [_point(r) for r in sorted(records, key=lambda r: rank.get(str(r.id), len(rank)))]
 
-    def _engine_query(self, request: qdrant_edge.QueryRequest) -> list[StoredPoint]:
-        query, using = to_query(request.query)
+    def _engine_query(self, search: Search) -> list[StoredPoint]:
+        from qdrant_client.http import models as qm
+
+        query, using, prefetch = to_query(search.query)
         with _server_errors(self.url):
             response = self.client.query_points(
                 self.server_name,
                 query=query,
                 using=using,
-                prefetch=[to_prefetch(p) for p in request.prefetches] or None,
-                query_filter=to_filter(request.filter),
-                search_params=_search_params(request.params),
-                limit=request.limit,
-                offset=request.offset or None,
-                with_payload=_with_payload(request.with_payload),
-                with_vectors=_with_vector(request.with_vector),
-                score_threshold=request.score_threshold,
+                prefetch=prefetch,
+                query_filter=to_filter(search.filter),
+                search_params=qm.SearchParams(exact=True) if search.exact else None,
+                limit=search.limit,
+                with_payload=fields(search.with_payload),
+                with_vectors=fields(search.with_vector),
             )
         return [_point(p) for p in response.points]
 
-    def _engine_scroll(self, request: qdrant_edge.ScrollRequest) -> tuple[list[StoredPoint], Any]:
+    def _engine_scroll(self, scroll: Scroll) -> tuple[list[StoredPoint], Any]:
         with _server_errors(self.url):
             records, next_offset = self.client.scroll(
                 self.server_name,
-                scroll_filter=to_filter(request.filter),
-                limit=request.limit if request.limit is not None else 10,
-                offset=request.offset,
-                with_payload=_with_payload(request.with_payload),
-                with_vectors=_with_vector(request.with_vector),
-                order_by=_order_by(request.order_by),
+                scroll_filter=to_filter(scroll.filter),
+                limit=scroll.limit,
+                offset=scroll.offset,
+                with_payload=fields(scroll.with_payload),
+                with_vectors=fields(scroll.with_vector),
+                order_by=_order_by(scroll.order),
             )
         return [_point(r) for r in records], next_offset
 
-    def count(self, flt: qdrant_edge.Filter | None = None) -> int:
+    def count(self, flt: Filter | None = None) -> int:
         """Exact number of points (matching ``flt``)."""
         with _server_errors(self.url):
             return int(self.client.count(self.server_name, count_filter=to_filter(flt), exact=True).count)
@@ -645,3 +509,30 @@ def release_server_store(store: ServerStore) -> None:
 def open_server_store_count() -> int:
     """How many server stores this process has open (for tests and ``inspect``)."""
     return STORES.count("server")
+
+
+def delete_server_store(config: StorageConfig, identity: str) -> list[str]:
+    """Delete every collection of ``identity`` on the server of ``config``, for good; their names.
+
+    Refused while this process has the identity's store open; other processes sharing the server are
+    not seen from here (their next request recreates empty collections).
+    """
+    if config.url is None:
+        raise ConfigError("invalid tool-agent-memory config: field 'storage.url' is required when backend is 'server'")
+    url = config.url
+    identity = validate_identity(identity)
+    if STORES.is_open(("server", url, config.collection_prefix, identity)):
+        raise StoreInUseError(f"the store of identity {identity!r} on {url} is open in this process")
+    client = _CLIENTS.acquire((url, config.api_key, config.timeout_s), lambda: client_factory(config), _close_client)
+    own = f"{config.collection_prefix}{SEPARATOR}{identity}{SEPARATOR}"
+    try:
+        with _server_errors(url):
+            names = [c.name for c in client.get_collections().collections if c.name.startswith(own)]
+            # Identities may contain '__': only a collection name (the last part) never does.
+            names = [name for name in names if SEPARATOR not in name[len(own) :]]
+            for name in names:
+                client.delete_collection(name)
+    finally:
+        _CLIENTS.release(client)
+    logger.info("server store deleted", extra={"identity": identity, "collections": len(names)})
+    return sorted(names)

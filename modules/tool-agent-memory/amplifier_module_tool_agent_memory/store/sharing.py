@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ModelMismatchError, StoreInUseError
 from ..identity import validate_identity
-from . import edge_wire, wire
+from . import query_wire, wire
 from .contract import (
     BaseCollection,
     Collection,
@@ -48,7 +48,7 @@ from .space import allocated_bytes
 if TYPE_CHECKING:
     import socket
 
-    import qdrant_edge
+    from .query import Filter, Scroll, Search
 
 logger = logging.getLogger(__name__)
 
@@ -506,9 +506,9 @@ class SharedCollection:
         self._run("delete", lambda: {"ids": ids}, lambda c: c.delete(ids))
         self._written(1)
 
-    def delete_by_filter(self, flt: qdrant_edge.Filter) -> None:
+    def delete_by_filter(self, flt: Filter) -> None:
         """Delete every point the filter matches."""
-        self._run("delete_by_filter", lambda: {"filter": edge_wire.encode(flt)}, lambda c: c.delete_by_filter(flt))
+        self._run("delete_by_filter", lambda: {"filter": query_wire.encode(flt)}, lambda c: c.delete_by_filter(flt))
 
     def retrieve(self, point_ids: Sequence[str], with_vector: bool = False) -> list[StoredPoint]:
         """The points of these ids that exist, in the order asked, with their payloads."""
@@ -520,22 +520,22 @@ class SharedCollection:
         )
         return _points(found)
 
-    def query(self, request: qdrant_edge.QueryRequest) -> list[StoredPoint]:
+    def query(self, request: Search) -> list[StoredPoint]:
         """A scored search."""
-        return _points(self._run("query", lambda: {"request": edge_wire.encode(request)}, lambda c: c.query(request)))
+        return _points(self._run("query", lambda: {"request": query_wire.encode(request)}, lambda c: c.query(request)))
 
-    def scroll(self, request: qdrant_edge.ScrollRequest) -> tuple[list[StoredPoint], Any]:
+    def scroll(self, request: Scroll) -> tuple[list[StoredPoint], Any]:
         """One page of points and the offset of the next page (None at the end)."""
-        result = self._run("scroll", lambda: {"request": edge_wire.encode(request)}, lambda c: c.scroll(request))
+        result = self._run("scroll", lambda: {"request": query_wire.encode(request)}, lambda c: c.scroll(request))
         if isinstance(result, tuple):
             return result
         return _points(result[0]), result[1]
 
-    def count(self, flt: qdrant_edge.Filter | None = None) -> int:
+    def count(self, flt: Filter | None = None) -> int:
         """Exact number of points (matching ``flt``)."""
         return int(
             self._run(
-                "count", lambda: {"filter": edge_wire.encode(flt) if flt is not None else None}, lambda c: c.count(flt)
+                "count", lambda: {"filter": query_wire.encode(flt) if flt is not None else None}, lambda c: c.count(flt)
             )
         )
 

@@ -3,7 +3,7 @@
 A frame is a 4-byte big-endian length and that many bytes of UTF-8 JSON. A request is
 ``{"op": name, "c": collection or null, "a": arguments}``; its answer ``{"r": result}`` or
 ``{"e": {"kind": ..., "type": ..., "message": ...}}``. Requests and filters travel as
-:mod:`.edge_wire` writes them, points as plain objects, collection specs as their fields.
+:mod:`.query_wire` writes them, points as plain objects, collection specs as their fields.
 Where the socket lives and who may use it: :mod:`.owner`.
 """
 

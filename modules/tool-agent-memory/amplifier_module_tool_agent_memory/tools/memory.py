@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING
 from .spec import Outcome
 
 if TYPE_CHECKING:
-    from ..memory.models import MemoryIdInput, MemoryListInput, MemorySearchInput, MemoryStoreInput
+    from ..memory.models import (
+        MemoryIdInput,
+        MemoryLinkInput,
+        MemoryListInput,
+        MemorySearchInput,
+        MemoryStoreInput,
+        MemoryUnmergeInput,
+    )
     from ..runtime import AgentMemory
 
 
@@ -17,7 +24,8 @@ def store(rt: AgentMemory, args: MemoryStoreInput) -> Outcome:
         outcome.as_output(),
         {"ids": [outcome.id], "count": 1 if outcome.created else 0, "duplicate": outcome.duplicate,
          "near_duplicate": outcome.near_duplicate, "redacted": sorted(outcome.redacted or {}),
-         "superseded": outcome.superseded["id"] if outcome.superseded else None},
+         "superseded": outcome.superseded["id"] if outcome.superseded else None,
+         "possible_updates": len(outcome.possible_updates)},
     )
 
 
@@ -40,6 +48,16 @@ def forget(rt: AgentMemory, args: MemoryIdInput) -> Outcome:
 def unlink(rt: AgentMemory, args: MemoryIdInput) -> Outcome:
     out = rt.memory().unlink(args.id)
     return Outcome(out, {"ids": [args.id, out["unlinked"]["supersedes"]], "count": 1})
+
+
+def link(rt: AgentMemory, args: MemoryLinkInput) -> Outcome:
+    out = rt.memory().link(args.id, args.supersedes)
+    return Outcome(out, {"ids": [args.id, out["linked"]["supersedes"]], "count": 0 if out.get("unchanged") else 1})
+
+
+def unmerge(rt: AgentMemory, args: MemoryUnmergeInput) -> Outcome:
+    out = rt.memory().unmerge(args.id, args.wording)
+    return Outcome(out, {"ids": [args.id, out["memory"]["id"]], "count": 1 if out["created"] else 0})
 
 
 def list_page(rt: AgentMemory, args: MemoryListInput) -> Outcome:

@@ -43,13 +43,16 @@ MEMORY: Schema = {
 
 MEMORY_STORED = answer(
     {"id": STRING, "created": BOOLEAN, "duplicate": BOOLEAN},
-    {"near_duplicate": BOOLEAN, "similarity": NUMBER, "superseded": OBJECT, "note": STRING,
+    {"near_duplicate": BOOLEAN, "similarity": NUMBER, "superseded": OBJECT, "merged": OBJECT,
+     "possible_updates": OBJECTS, "note": STRING,
      "redacted": {"type": "object", "additionalProperties": STRINGS}},
 )
 MEMORY_RESULTS = answer({"results": {"type": "array", "items": MEMORY}, "count": INTEGER})
 MEMORY_READ = answer({"memory": MEMORY})
 MEMORY_DELETED = answer({"deleted": MEMORY})
 MEMORY_UNLINKED = answer({"unlinked": OBJECT})
+MEMORY_LINKED = answer({"linked": OBJECT}, {"superseded": OBJECT, "unchanged": BOOLEAN, "note": STRING})
+MEMORY_UNMERGED = answer({"unmerged": OBJECT, "memory": MEMORY, "created": BOOLEAN}, {"note": STRING})
 MEMORY_PAGE = answer(
     {"memories": {"type": "array", "items": MEMORY}, "count": INTEGER, "next_before": nullable(STRING)}
 )
@@ -76,9 +79,11 @@ CACHE_PACK = answer(
 
 PLAN_LOOKUP = answer(
     {"hit": BOOLEAN, "answer": {"type": "string", "enum": ["hit", "candidate", "miss"]}},
-    {"plan_id": STRING, "actions": OBJECTS, "similarity": NUMBER, "candidate": OBJECT, "candidates": OBJECTS,
-     "confirm": STRING},
+    {"plan_id": STRING, "actions": OBJECTS, "similarity": NUMBER, "candidates": OBJECTS, "next": STRING},
 )
+PLAN_PAGE = answer({"plans": OBJECTS, "total": INTEGER, "offset": INTEGER})
+PLAN_READ = answer({"plan_id": STRING, "prompt": STRING, "actions": OBJECTS})
+PLAN_FORGOTTEN = answer({"plan_id": STRING, "forgotten": BOOLEAN}, {"prompt": STRING})
 PLAN_STORED = answer(
     {"plan_id": STRING, "created": BOOLEAN, "overwritten": BOOLEAN, "revived": BOOLEAN, "steps": INTEGER},
     {"score": NUMBER, "redacted": OBJECT},

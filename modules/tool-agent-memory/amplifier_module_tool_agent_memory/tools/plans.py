@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from .spec import Outcome
 
 if TYPE_CHECKING:
-    from ..plans.models import PlanLookupInput, PlanRewardInput, PlanStoreInput
+    from ..plans.models import PlanIdInput, PlanListInput, PlanLookupInput, PlanRewardInput, PlanStoreInput
     from ..runtime import AgentMemory
 
 
@@ -19,6 +19,21 @@ def store(rt: AgentMemory, args: PlanStoreInput) -> Outcome:
 def lookup(rt: AgentMemory, args: PlanLookupInput) -> Outcome:
     outcome = rt.plans().lookup(args)
     return Outcome(outcome.as_output(), outcome.event_fields(), event_name=outcome.event)
+
+
+def list_plans(rt: AgentMemory, args: PlanListInput) -> Outcome:
+    out = rt.plans().list_plans(args)
+    return Outcome(out, {"count": len(out["plans"]), "total": out["total"]})
+
+
+def get(rt: AgentMemory, args: PlanIdInput) -> Outcome:
+    out = rt.plans().get(args.plan_id)
+    return Outcome(out, {"plan_id": args.plan_id, "count": 1})
+
+
+def forget(rt: AgentMemory, args: PlanIdInput) -> Outcome:
+    out = rt.plans().forget(args.plan_id)
+    return Outcome(out, {"plan_id": args.plan_id, "count": 1})
 
 
 def reward(rt: AgentMemory, args: PlanRewardInput) -> Outcome:

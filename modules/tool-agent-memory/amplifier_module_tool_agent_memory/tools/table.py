@@ -9,8 +9,15 @@ in the capability's handler module (``memory.py``, ``cache.py``, ``plans.py``) a
 from __future__ import annotations
 
 from ..cache.models import CacheCompactInput, CacheGetInput, CachePackInput, CacheSearchInput, CacheWriteInput
-from ..memory.models import MemoryIdInput, MemoryListInput, MemorySearchInput, MemoryStoreInput
-from ..plans.models import PlanLookupInput, PlanRewardInput, PlanStoreInput
+from ..memory.models import (
+    MemoryIdInput,
+    MemoryLinkInput,
+    MemoryListInput,
+    MemorySearchInput,
+    MemoryStoreInput,
+    MemoryUnmergeInput,
+)
+from ..plans.models import PlanIdInput, PlanListInput, PlanLookupInput, PlanRewardInput, PlanStoreInput
 from . import cache, memory, plans
 from . import outputs as out
 from .spec import ToolSpec
@@ -20,8 +27,9 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "memory_store",
         "Save a durable memory (fact, decision, note, preference, event) for later sessions. "
-        "Secrets are redacted; restatements merge; a changed fact, decision or preference is stored and "
-        "supersedes the older one (the answer shows it).",
+        "Secrets are redacted; a restatement merges (the answer's `merged`; undo with memory_unmerge); a changed "
+        "fact, decision or preference is stored and supersedes the older one (`superseded`; undo with "
+        "memory_unlink); when unsure, it is stored and `possible_updates` lists near memories it may update.",
         MemoryStoreInput, memory.store, "memory:stored", out.MEMORY_STORED,
     ),
     ToolSpec(
@@ -41,6 +49,18 @@ TOOLS: tuple[ToolSpec, ...] = (
         "memory_unlink",
         "Undo a wrong update link: the memory no longer supersedes the one it replaced (both stay).",
         MemoryIdInput, memory.unlink, "memory:unlinked", out.MEMORY_UNLINKED,
+    ),
+    ToolSpec(
+        "memory_link",
+        "Declare that memory `id` updates the older memory `supersedes` (kept, marked superseded_by, ranked "
+        "below it): settle a possible_updates answer. Undo with memory_unlink.",
+        MemoryLinkInput, memory.link, "memory:linked", out.MEMORY_LINKED,
+    ),
+    ToolSpec(
+        "memory_unmerge",
+        "Undo a merge: a wording memory_store merged into memory `id` as a restatement gets a memory of its own "
+        "back (with its own tags and time).",
+        MemoryUnmergeInput, memory.unmerge, "memory:unmerged", out.MEMORY_UNMERGED,
     ),
     ToolSpec(
         "memory_list", "List memories newest first, paged with `before`.",
@@ -76,16 +96,31 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "plan_lookup",
         "Before planning a task, look for a cached tool sequence that solved the same request. "
-        "answer 'hit': replay the returned actions. answer 'candidate': a stored request looks alike but "
-        "may differ (see its prompt and differences): confirm it asks for the same thing before replaying "
-        "its actions. answer 'miss': plan from scratch (the nearest cached requests and why they differ "
-        "are listed).",
+        "answer 'hit': the stored request is certified the same: replay the actions, then plan_reward. "
+        "answer 'candidate': near plans, nearest first, each with what differs: replay one only if it asks "
+        "for the same thing; if a difference is a parameter, adapt its steps and plan_store the result with "
+        "derived_from; else plan afresh; then plan_reward the plan used. answer 'miss': nothing near, plan "
+        "afresh. The answer's 'next' says the same.",
         PlanLookupInput, plans.lookup, "plan:miss", out.PLAN_LOOKUP,
     ),
     ToolSpec(
         "plan_store",
-        "Cache the tool sequence ({tool, args} steps) that solved a request, for replay next time.",
+        "Cache the tool sequence ({tool, args} steps) that solved a request, for replay next time "
+        "(derived_from: the candidate's plan_id when you adapted one).",
         PlanStoreInput, plans.store, "plan:stored", out.PLAN_STORED,
+    ),
+    ToolSpec(
+        "plan_list",
+        "List cached plans, most recently updated first (prompt, steps, score, use counts), to review them.",
+        PlanListInput, plans.list_plans, "plan:listed", out.PLAN_PAGE,
+    ),
+    ToolSpec(
+        "plan_get", "Read one cached plan in full (all its actions) by plan_id.",
+        PlanIdInput, plans.get, "plan:read", out.PLAN_READ,
+    ),
+    ToolSpec(
+        "plan_forget", "Delete one cached plan by plan_id (a wrong or outdated plan); returns what was deleted.",
+        PlanIdInput, plans.forget, "plan:forgotten", out.PLAN_FORGOTTEN,
     ),
     ToolSpec(
         "plan_reward",

@@ -1,0 +1,475 @@
+"""Recall without being asked (issue 18), measured on LoCoMo dev through the real loop-basic orchestrator.
+
+Every turn of each conversation of ``../shared/data/locomo/locomo-dev.json`` is stored through the real
+``memory_store`` tool, one identity per conversation (as benchmarks/locomo.py does). Then each question
+is one user turn of a real amplifier-core session: loop-basic (installed by ``make install`` from
+``../shared/vendor``), our module mounted from its folder, and a provider that records every request it
+is sent (the LLM's test double, from tests/amplifier/amplifier_stack). Read from the recorded requests:
+
+* **evidence injected**: the share of a conversation's own questions (categories 1-4) whose injected
+  block cites at least one of its evidence turns by memory id;
+* **tokens per request** of the injected text (characters / 4, the module's counter);
+* **foreign nothing**: the share of *another* conversation's questions, its speakers renamed to this
+  conversation's (so the people match and the content does not), for which nothing at all is injected;
+* **latency** the hook adds to the first request of a turn (the wait at ``provider:request``, and the
+  recall's own work), by prompt length, with the query cache off; prompts longer than a question are the
+  question followed by other questions of the conversation, to 30, 60 and 120 words. ``--latency-fill``
+  adds a store of that many memories (default 10,000) measured the same way.
+
+The gate's bars are tuned with ``--tune`` on the TUNE half of the conversations (a grid over the cosine's weight and the
+relevance bar, from one recall per question) and reported on the HELD half. Run:
+``python benchmarks/recall.py`` (about 10 minutes on 2 loaded cores). Skips cleanly without the data or
+without loop-basic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import importlib.util
+import json
+import random
+import re
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from _common import DATA_DIR, REPO, p50_p95
+from locomo import sessions, turn_content
+
+DATA = DATA_DIR / "locomo" / "locomo-dev.json"
+STACK = REPO / "tests" / "amplifier" / "amplifier_stack"
+MODULE_DIR = REPO / "modules" / "tool-agent-memory"
+CATEGORIES = (1, 2, 3, 4)
+# Tune on one half of the dev conversations, report the other half beside it.
+TUNE = ("conv-26", "conv-30", "conv-42")
+HELD = ("conv-41", "conv-43")
+_ID = re.compile(r"\[([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\]")
+LENGTHS = (30, 60, 120)
+
+
+def questions(sample: dict[str, Any]) -> list[dict[str, Any]]:
+    """Questions of categories 1-4 with evidence."""
+    return [q for q in sample["qa"] if q.get("category") in CATEGORIES and q.get("evidence")]
+
+
+def rename(text: str, source: dict[str, Any], target: dict[str, Any]) -> str:
+    """``text`` with ``source``'s two speakers renamed to ``target``'s (at once, so a swap cannot collide)."""
+    names = {source["conversation"]["speaker_a"]: target["conversation"]["speaker_a"],
+             source["conversation"]["speaker_b"]: target["conversation"]["speaker_b"]}
+    pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in names) + r")\b")
+    return pattern.sub(lambda m: names[m.group(1)], text)
+
+
+def foreign_questions(sample: dict[str, Any], others: Iterable[dict[str, Any]]) -> list[str]:
+    """The other conversations' questions, their speakers renamed to ``sample``'s."""
+    return [rename(str(q["question"]), other, sample) for other in others for q in questions(other)]
+
+
+async def store_conversation(sample: dict[str, Any], root: Path) -> dict[str, str]:
+    """Store every turn under the conversation's identity through memory_store; dia_id -> memory id."""
+    from amplifier_core.testing import MockCoordinator
+
+    import amplifier_module_tool_agent_memory as agent_memory
+
+    ids_file = root / f"{sample['sample_id']}.ids.json"
+    if ids_file.exists():
+        loaded: dict[str, str] = json.loads(ids_file.read_text())
+        return loaded
+    coordinator = MockCoordinator()
+    cleanup = await agent_memory.mount(coordinator, {"storage_root": str(root), "agent_identity": identity(sample)})
+    store = coordinator.mount_points["tools"]["memory_store"]
+    ids: dict[str, str] = {}
+    for session in sessions(sample["conversation"]):
+        for turn in session:
+            result = await store.execute({"content": turn_content(turn)})
+            if not result.success:
+                raise RuntimeError(f"memory_store failed: {result.error}")
+            ids[turn["dia_id"]] = result.output["id"]
+    await cleanup()
+    del store, coordinator
+    gc.collect()
+    ids_file.write_text(json.dumps(ids))
+    return ids
+
+
+def identity(sample: dict[str, Any]) -> str:
+    return f"locomo-{sample['sample_id']}"
+
+
+# ------------------------------------------------------------------------------------------ tuning
+
+
+def measure_signals(sample: dict[str, Any], others: list[dict[str, Any]], root: Path,
+                    ids: dict[str, str]) -> list[dict[str, Any]]:
+    """One recall per own and foreign question: each candidate's (coverage, cosine), ranked."""
+    from amplifier_module_tool_agent_memory.config import parse_config
+    from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
+    from amplifier_module_tool_agent_memory.memory.recall import Recaller
+    from amplifier_module_tool_agent_memory.memory.recall import memory_view as view
+    from amplifier_module_tool_agent_memory.runtime import AgentMemory
+
+    cfg = parse_config({"storage_root": str(root)})
+    runtime = AgentMemory(cfg, ResolvedIdentity(identity(sample), "config"))
+    recaller = Recaller(runtime.memory(), cfg.recall)
+    prompts = [(str(q["question"]), sorted({ids[e] for e in q["evidence"] if e in ids})) for q in questions(sample)]
+    rows: list[dict[str, Any]] = []
+    for own, batch in ((True, prompts), (False, [(t, []) for t in foreign_questions(sample, others)])):
+        for text, wanted in batch:
+            hits, matches, words = recaller.candidates(text)
+            rows.append({"own": own, "views": [view(h.id, h.payload) for h in hits[: cfg.recall.max_memories]],
+                         "wanted": wanted, "words": words, "matches": matches})
+    runtime.close()
+    return rows
+
+
+def gate_figures(rows: list[dict[str, Any]], relevant: Callable[[float, float], bool],
+                 shown: int) -> tuple[float, float]:
+    """(evidence injected among own questions, nothing injected among foreign ones) when anything is injected
+    for a prompt with one candidate whose (coverage, cosine) is ``relevant``; the evidence must be among the
+    memories the block shows within its token budget (``shown``)."""
+    from amplifier_module_tool_agent_memory.amplifier.recall_hooks import RECALL_INTRO, RECALL_TAG
+    from amplifier_module_tool_agent_memory.memory.recall import HOW_TO_MORE, render_block
+
+    intro = RECALL_INTRO.format(more=HOW_TO_MORE)
+
+    def passes(r: dict[str, Any]) -> bool:
+        return r["words"] >= 1 and any(relevant(cov, cos) for cov, cos in r["matches"])
+
+    own = [r for r in rows if r["own"]]
+    foreign = [r for r in rows if not r["own"]]
+    hit = 0
+    for r in own:
+        if passes(r):
+            _, ids = render_block(RECALL_TAG, intro, r["views"], shown)
+            hit += bool(set(ids) & set(r["wanted"]))
+    quiet = sum(1 for r in foreign if not passes(r))
+    return hit / max(1, len(own)), quiet / max(1, len(foreign))
+
+
+def best_on_tune(rows: list[dict[str, Any]], gates: dict[Any, Callable[[float, float], bool]], shown: int,
+                 floor: float) -> Any:
+    """The key of the gate with the most evidence injected on TUNE while >= ``floor`` of foreign prompts get nothing."""
+    scored = [(gate_figures(rows, relevant, shown), key) for key, relevant in gates.items()]
+    allowed = [(figures, key) for figures, key in scored if figures[1] >= floor]
+    if not allowed:
+        raise SystemExit(f"no gate reaches {floor:.2f} foreign-nothing on TUNE")
+    return max(allowed, key=lambda item: item[0])[1]
+
+
+def tune(rows_by_half: dict[str, list[dict[str, Any]]], shown: int, floor: float) -> tuple[float, float]:
+    """Tune the gate (cosine weight and relevance bar) on TUNE; print it, and single signals, on both halves."""
+    rows = rows_by_half["tune"]
+    bars = [i / 40 for i in range(0, 121)]
+
+    def joint(weight: float, bar: float) -> Callable[[float, float], bool]:
+        return lambda cov, cos: cov + weight * cos >= bar
+
+    weight, bar = best_on_tune(rows, {(w / 4, b): joint(w / 4, b) for w in range(0, 13) for b in bars}, shown, floor)
+    coverage_bar = best_on_tune(rows, {b: (lambda cov, cos, b=b: cov >= b) for b in bars[:41]}, shown, floor)
+    cosine_bar = best_on_tune(rows, {b: (lambda cov, cos, b=b: cos >= b) for b in bars[:41]}, shown, floor)
+    best_of_each = best_on_tune(
+        rows, {(a, b): (lambda cov, cos, a=a, b=b: cov >= a and cos >= b) for a in bars[:41:2] for b in bars[:41]},
+        shown, floor,
+    )
+    print(f"tuned on TUNE ({', '.join(TUNE)}): cosine_weight {weight:.2f}, min_relevance {bar:.3f}; "
+          f"blocks of {shown} tokens; foreign-nothing floor {floor:.2f} on TUNE")
+    print(f"{'gate (each tuned on TUNE)':<48}{'TUNE evid.':>11}{'nothing':>9}{'HELD evid.':>12}{'nothing':>9}")
+    cov_bars = {tuple(best_of_each)}
+    rows_out: list[tuple[str, Callable[[float, float], bool]]] = [
+        (f"one memory: coverage + {weight:.2f} cosine >= {bar:.3f}", joint(weight, bar)),
+        (f"coverage only >= {coverage_bar:.3f}", lambda cov, cos: cov >= coverage_bar),
+        (f"cosine only >= {cosine_bar:.3f}", lambda cov, cos: cos >= cosine_bar),
+    ]
+    for a, b in cov_bars:
+        rows_out.append((f"one memory: coverage >= {a:.3f} and cosine >= {b:.3f}",
+                         lambda cov, cos, a=a, b=b: cov >= a and cos >= b))
+    for name, relevant in rows_out:
+        line = f"{name:<48}"
+        for half in ("tune", "held"):
+            evidence, quiet = gate_figures(rows_by_half[half], relevant, shown)
+            line += f"{evidence:>11.3f}{quiet:>9.3f}" if half == "tune" else f"{evidence:>12.3f}{quiet:>9.3f}"
+        print(line)
+    return weight, bar
+
+
+# ------------------------------------------------------------------------------------- end to end
+
+
+class Session:
+    """A real amplifier-core session under loop-basic with our module and the recording provider."""
+
+    def __init__(self, root: Path, ident: str, config: dict[str, Any]) -> None:
+        self.plan = {
+            "session": {"orchestrator": {"module": "loop-basic"},
+                        "context": {"module": "context-compacting", "config": {"max_tokens": 10_000_000}}},
+            "providers": [{"module": "provider-scripted"}],
+            "tools": [{"module": "tool-agent-memory", "source": "local folder",
+                       "config": {"storage_root": str(root), "agent_identity": ident, **config}}],
+        }
+        self.events: list[dict[str, Any]] = []
+        self.session: Any = None
+
+    async def start(self) -> None:
+        from amplifier_core import AmplifierSession, HookResult
+        from amplifier_core.module_sources import ModuleNotFoundError as SourceNotFound
+
+        class Folder:
+            def resolve(self) -> Path:
+                return MODULE_DIR
+
+        class Sources:
+            def resolve(self, module_id: str, source_hint: Any = None, profile_hint: Any = None) -> Folder:
+                if module_id == "tool-agent-memory":
+                    return Folder()
+                raise SourceNotFound(module_id)
+
+        self.session = AmplifierSession(self.plan)
+        await self.session.coordinator.mount("module-source-resolver", Sources())
+
+        async def record(event: str, data: dict[str, Any]) -> Any:
+            self.events.append(dict(data))
+            return HookResult(action="continue")
+
+        self.session.coordinator.hooks.register("memory:recalled", record, priority=1000, name="bench-record")
+        await self.session.initialize()
+
+    async def ask(self, prompt: str) -> tuple[str, dict[str, Any], float]:
+        """One turn; (the injected text of its request, its memory:recalled event, the turn's wall ms)."""
+        from amplifier_module_provider_scripted import say
+
+        provider = self.session.coordinator.get("providers")["scripted"]
+        provider.script = [say("ok")]
+        provider.requests.clear()
+        provider.background.clear()
+        before = len(self.events)
+        started = time.perf_counter()
+        await self.session.execute(prompt)
+        wall = (time.perf_counter() - started) * 1000
+        [request] = [*provider.requests, *(r for r, _ in provider.background)]
+        # What the hooks appended to this request only (the context keeps the earlier turns' prompts).
+        injected = [str(m.content) for m in request.messages if "<agent-memory-" in str(m.content)]
+        event = self.events[before] if len(self.events) > before else {}
+        return "\n".join(injected), event, wall
+
+    async def close(self) -> None:
+        await self.session.cleanup()
+        self.session = None
+        gc.collect()
+
+
+def tokens(text: str) -> int:
+    from amplifier_module_tool_agent_memory.tokens import count_tokens
+
+    return count_tokens(text)
+
+
+async def end_to_end(sample: dict[str, Any], others: list[dict[str, Any]], root: Path, ids: dict[str, str],
+                     gate: dict[str, Any]) -> dict[str, Any]:
+    """Ask every own and foreign question through loop-basic; what the recorded requests carried."""
+    session = Session(root, identity(sample), {"recall": {"gate": gate}, "embeddings": {"query_cache_size": 0}})
+    await session.start()
+    own_hits, own_tokens, foreign_quiet, foreign_tokens = [], [], [], []
+    reasons: dict[str, int] = {}
+    for q in questions(sample):
+        text, event, _ = await session.ask(str(q["question"]))
+        cited = set(_ID.findall(text))
+        wanted = {ids[e] for e in q["evidence"] if e in ids}
+        own_hits.append(bool(cited & wanted))
+        own_tokens.append(tokens(text))
+        reasons[str(event.get("reason"))] = reasons.get(str(event.get("reason")), 0) + 1
+    for prompt in foreign_questions(sample, others):
+        text, _, _ = await session.ask(prompt)
+        foreign_quiet.append(not text)
+        foreign_tokens.append(tokens(text))
+    await session.close()
+    return {"own_hits": own_hits, "own_tokens": own_tokens, "foreign_quiet": foreign_quiet,
+            "foreign_tokens": foreign_tokens, "reasons": reasons}
+
+
+def report(name: str, results: list[dict[str, Any]]) -> None:
+    hits = [h for r in results for h in r["own_hits"]]
+    own_tokens = [t for r in results for t in r["own_tokens"]]
+    injected = [t for t in own_tokens if t]
+    quiet = [q for r in results for q in r["foreign_quiet"]]
+    reasons: dict[str, int] = {}
+    for r in results:
+        for k, v in r["reasons"].items():
+            reasons[k] = reasons.get(k, 0) + v
+    p50, p95 = p50_p95([float(t) for t in injected]) if injected else (0.0, 0.0)
+    print(f"{name:<6}{len(hits):>6}{statistics.fmean(hits):>10.3f}{len(injected) / max(1, len(own_tokens)):>10.3f}"
+          f"{p50:>9.0f}{p95:>9.0f}{max(injected or [0]):>8}{len(quiet):>9}{statistics.fmean(quiet):>10.3f}"
+          f"   {reasons}")
+
+
+# ---------------------------------------------------------------------------------------- latency
+
+
+def longer(prompt: str, filler: list[str], words: int, rng: random.Random) -> str:
+    """``prompt`` followed by other questions until it has ``words`` words."""
+    parts = [prompt]
+    while len(" ".join(parts).split()) < words:
+        parts.append(rng.choice(filler))
+    return " ".join(" ".join(parts).split()[:words])
+
+
+async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: dict[str, Any],
+                  per_bucket: int) -> None:
+    """Each prompt is the first turn of a new session (briefing and recall both computed); recall off, one session
+    for all prompts, is measured in the same run for the side-by-side turn time."""
+    rng = random.Random(7)
+    pool = [str(q["question"]) for s in samples for q in questions(s)]
+    rng.shuffle(pool)
+    buckets: dict[str, list[str]] = {"<=15 words": [p for p in pool if len(p.split()) <= 15][:per_bucket]}
+    for words in LENGTHS:
+        buckets[f"{words} words"] = [longer(p, pool, words, rng) for p in pool[:per_bucket]]
+    print(f"{'prompt':<12}{'n':>5}{'wait p50':>10}{'wait p95':>10}{'work p50':>10}{'work p95':>10}"
+          f"{'search p50':>11}{'search p95':>11}{'turn on':>10}{'turn off':>10}")
+    # The store stays open in the process between the sessions (as it is during one session): a session's
+    # first request then pays the briefing and the recall, not the store's opening.
+    from amplifier_module_tool_agent_memory.config import parse_config
+    from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
+    from amplifier_module_tool_agent_memory.runtime import AgentMemory
+
+    holder = AgentMemory(parse_config({"storage_root": str(root)}), ResolvedIdentity(ident, "config"))
+    print(f"({holder.memory().coll.count()} memories in the store)")
+    # A long timeout: under load the work is measured, not cut at recall.timeout_ms.
+    on_config = {"recall": {"gate": gate, "timeout_ms": 30_000}, "embeddings": {"query_cache_size": 0}}
+    for label, prompts in buckets.items():
+        waits, works, searches, on_walls, off_walls = [], [], [], [], []
+        # Recall on: each prompt is the first turn of a new session, so its first request gets the briefing
+        # and the recall (the most a request waits).
+        for prompt in prompts:
+            session = Session(root, ident, on_config)
+            await session.start()
+            _, event, wall = await session.ask(prompt)
+            on_walls.append(wall)
+            if event:
+                waits.append(float(event.get("waited_ms", 0.0)))
+                works.append(float(event.get("recall_ms", 0.0)))
+            search = session.session.coordinator.get("tools")["memory_search"]
+            started = time.perf_counter()
+            await search.execute({"query": prompt})
+            searches.append((time.perf_counter() - started) * 1000)
+            await session.close()
+        session = Session(root, ident, {"recall": {"enabled": False}, "embeddings": {"query_cache_size": 0}})
+        await session.start()
+        for prompt in prompts:
+            off_walls.append((await session.ask(prompt))[2])
+        await session.close()
+        w50, w95 = p50_p95(waits)
+        k50, k95 = p50_p95(works)
+        s50, s95 = p50_p95(searches)
+        print(f"{label:<12}{len(prompts):>5}{w50:>10.1f}{w95:>10.1f}{k50:>10.1f}{k95:>10.1f}{s50:>11.1f}{s95:>11.1f}"
+              f"{statistics.median(on_walls):>10.1f}{statistics.median(off_walls):>10.1f}")
+    holder.close()
+    print("(ms. wait: what the first request of a turn waited for recall (briefing and recall on a session's first "
+          "turn); work: the recall's own time; search: memory_search through the tool for the same prompt, same "
+          "run; turn on/off: a whole turn's median with recall on and off)")
+
+
+async def fill_store(samples: list[dict[str, Any]], root: Path, ident: str, count: int) -> None:
+    """``count`` memories under ``ident`` (the dev turns over and over, a few preferences and decisions among
+    them), written with memory_import's batch path."""
+    from amplifier_module_tool_agent_memory.config import parse_config
+    from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
+    from amplifier_module_tool_agent_memory.memory.models import MemoryRecord
+    from amplifier_module_tool_agent_memory.runtime import AgentMemory
+
+    if (root / ident).exists():
+        return
+    turns = [turn_content(t) for s in samples for session in sessions(s["conversation"]) for t in session]
+    runtime = AgentMemory(parse_config({"storage_root": str(root)}), ResolvedIdentity(ident, "config"))
+    records = []
+    for i in range(count):
+        kind = "preference" if i % 50 == 0 else "decision" if i % 50 == 1 else "note"
+        text = turns[i % len(turns)] + (f" (round {i // len(turns) + 1})" if i >= len(turns) else "")
+        records.append(MemoryRecord(id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{ident}/{i}")), content=text, kind=kind,
+                                    created_at=f"2026-0{1 + i % 9}-1{i % 10}T12:00:00Z"))
+    started = time.perf_counter()
+    runtime.memory().import_records(records)
+    print(f"  filled {count} memories in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    runtime.close()
+
+
+# ------------------------------------------------------------------------------------------- main
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    if not DATA.exists():
+        print(f"SKIP: LoCoMo data not found at {DATA} (it lives in ../shared/data, outside the repository)")
+        return 0
+    if importlib.util.find_spec("amplifier_module_loop_basic") is None:
+        print("SKIP: loop-basic is not installed (make install with ../shared/vendor beside the repository)")
+        return 0
+    sys.path.insert(0, str(STACK))
+    samples = {s["sample_id"]: s for s in json.loads(DATA.read_text())}
+    halves = {"tune": [samples[i] for i in TUNE], "held": [samples[i] for i in HELD]}
+    workdir = Path(args.store_dir) if args.store_dir else Path(tempfile.mkdtemp(prefix="recall-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    ids = {}
+    started = time.perf_counter()
+    for half in halves.values():
+        for sample in half:
+            ids[sample["sample_id"]] = await store_conversation(sample, workdir)
+    print(f"stored {sum(len(v) for v in ids.values())} turns ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+
+    from amplifier_module_tool_agent_memory.config import RecallGateConfig
+
+    gate = RecallGateConfig().model_dump()
+    if args.tune:
+        rows_by_half: dict[str, list[dict[str, Any]]] = {}
+        for name, half in halves.items():
+            rows_by_half[name] = [
+                row for s in half
+                for row in measure_signals(s, [o for o in half if o is not s], workdir, ids[s["sample_id"]])
+            ]
+        from amplifier_module_tool_agent_memory.config import RecallConfig
+
+        weight, bar = tune(rows_by_half, RecallConfig().budget_tokens, args.floor)
+        gate.update(cosine_weight=weight, min_relevance=bar)
+    print(f"gate: {gate}")
+
+    if not args.latency_only:
+        print("\nThrough loop-basic (one turn per question; the recorded request's injected text):")
+        print(f"{'half':<6}{'own q':>6}{'evidence':>10}{'injected':>10}{'tok p50':>9}{'tok p95':>9}{'tok max':>8}"
+              f"{'foreign':>9}{'nothing':>10}   why nothing (own)")
+        for name, half in halves.items():
+            results = [await end_to_end(s, [o for o in half if o is not s], workdir, ids[s["sample_id"]], gate)
+                       for s in half]
+            report(name, results)
+
+    if args.latency or args.latency_only:
+        all_samples = [s for half in halves.values() for s in half]
+        print(f"\nLatency at {len(ids[TUNE[0]])} memories ({TUNE[0]}), query cache off:")
+        await latency(all_samples, workdir, identity(samples[TUNE[0]]), gate, args.per_bucket)
+        if args.latency_fill:
+            ident = f"recall-fill-{args.latency_fill}"
+            await fill_store(all_samples, workdir, ident, args.latency_fill)
+            print(f"\nLatency at {args.latency_fill} memories, query cache off:")
+            await latency(all_samples, workdir, ident, gate, args.per_bucket)
+    print(f"\ntotal {time.perf_counter() - started:.0f} s; timings on a shared 2-core machine are noisy: "
+          "compare the on/off columns of one run")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store-dir", help="keep the stores here and reuse them on the next run")
+    parser.add_argument("--tune", action="store_true", help="tune the gate's bars on TUNE first, then report both")
+    parser.add_argument("--floor", type=float, default=0.75, help="foreign-nothing share the tuning must keep on TUNE")
+    parser.add_argument("--latency", action="store_true", help="measure the latency the hook adds")
+    parser.add_argument("--latency-only", action="store_true", help="only the latency (no evidence figures)")
+    parser.add_argument("--latency-fill", type=int, default=10_000, help="memories of the latency store (0: none)")
+    parser.add_argument("--per-bucket", type=int, default=60, help="prompts per length bucket")
+    return asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""Writing imported memories batch by batch, as one thread: what ``import`` and ``reindex`` write.
+
+An import is one thread of its own: each memory's context window is the previous record of the
+import (oldest first), whichever batch it came in. Vectors carried by the records (an export
+``--with-vectors`` of a store of the same model) are written as they are; the others are embedded.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from ..redaction import redact_fields
+from ..store.contract import DENSE, iso
+from .chains import SUPERSEDED_BY, SUPERSEDES
+from .models import MemoryRecord
+from .payload import content_hash, meta_payload
+from .ranking import CTX, context_text
+from .restated import RESTATED, RESTATED_META, searchable_context
+
+if TYPE_CHECKING:
+    from ..embeddings.providers import Embedder
+    from ..store.contract import Collection
+
+Vector = list[float]
+# Writes between two engine checkpoints during an import (instead of the store's 200): a crash replays at
+# most this many journal records on the next open (2,000 memories: ~40 ms, store/journal.py INDEX_EVERY).
+BULK_CHECKPOINT_EVERY = 2_000
+# Every this many memories an import unmaps the store files' pages it wrote (they stay in the OS page cache)
+# and trims the heap: an engine's vector files are memory-mapped, so a process writing 1M memories would
+# otherwise count 3 GB of them in its RSS.
+RELEASE_EVERY = 10_000
+# A record's own vectors: (dense, ctx), or None to embed it.
+RecordVectors = tuple[Vector, ...] | None
+# A batch waiting to be written: records, (payload, restated) of each, their vectors, which are being
+# embedded, and that embedding.
+_Pending = tuple[
+    list[MemoryRecord],
+    list[tuple[dict[str, Any], list[str]]],
+    list[RecordVectors],
+    list[int],
+    Future[list[Vector]] | None,
+]
+
+
+class MemoryImporter:
+    """Writes records into a memory collection in the order given, batch after batch."""
+
+    def __init__(self, coll: Collection, embedder: Embedder, index_after: int) -> None:
+        """``index_after``: build the search index at the end when this many memories are unindexed."""
+        self.coll = coll
+        self.embedder = embedder
+        self.index_after = index_after
+        self._checkpoint_every = getattr(coll, "checkpoint_every", None)
+        if self._checkpoint_every is not None:
+            coll.checkpoint_every = max(self._checkpoint_every, BULK_CHECKPOINT_EVERY)  # type: ignore[attr-defined]
+        self.thread = f"import-{uuid.uuid4()}"
+        self.written = 0
+        self.embedded = 0
+        self._prev: str | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: _Pending | None = None
+        self._unreleased = 0
+
+    def _payload(self, rec: MemoryRecord) -> tuple[dict[str, Any], list[str]]:
+        fields, _ = redact_fields({"content": rec.content, "tags": rec.tags, "files": rec.files})
+        created = iso(rec.created_at)
+        content = str(fields["content"])
+        restated = [str(redact_fields({"content": t})[0]["content"]) for t in rec.restated]
+        payload = {
+            "content": content,
+            "ctx_text": context_text(content, self._prev),
+            "content_hash": content_hash(content),
+            **({RESTATED: restated} if restated else {}),
+            **(
+                {RESTATED_META: [meta_payload(m) for m in rec.restated_meta[: len(restated)]]}
+                if rec.restated_meta
+                else {}
+            ),
+            "kind": rec.kind,
+            "tags": list(fields["tags"]),
+            "importance": rec.importance,
+            "files": list(fields["files"]),
+            "created_at": created,
+            "updated_at": iso(rec.updated_at) if rec.updated_at else created,
+            "thread": self.thread,
+            "seq": self.written,
+            # Links travel with the records: an export and its import keep every chain.
+            **{k: v for k, v in ((SUPERSEDES, rec.supersedes), (SUPERSEDED_BY, rec.superseded_by)) if v},
+        }
+        self._prev = content
+        self.written += 1
+        return payload, restated
+
+    def write(self, records: Sequence[MemoryRecord], vectors: Sequence[RecordVectors] | None = None) -> None:
+        """Write one batch (secrets redacted); ``vectors[i]`` are record i's own, or None to embed it.
+
+        The batch's embedding starts in the background and the batch is written with the next call (or
+        :meth:`finish`): reading, redacting and writing one batch overlap the embedding of the next, and
+        at most two batches are held.
+        """
+        own: list[RecordVectors] = list(vectors) if vectors is not None else [None] * len(records)
+        built = [self._payload(rec) for rec in records]
+        # Content and context windows of the records without vectors, in one embedding call.
+        todo = [i for i, v in enumerate(own) if v is None]
+        embedding: Future[list[Vector]] | None = None
+        if todo:
+            texts = [str(built[i][0]["content"]) for i in todo] + [str(built[i][0]["ctx_text"]) for i in todo]
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-memory-import")
+            embedding = self._pool.submit(self.embedder.embed_documents, texts)
+        self._flush()
+        self._pending = (list(records), built, own, todo, embedding)
+
+    def _flush(self) -> None:
+        """Write the batch waiting for its embedding."""
+        if self._pending is None:
+            return
+        records, built, own, todo, embedding = self._pending
+        self._pending = None
+        if embedding is not None:
+            embedded = embedding.result()
+            for k, i in enumerate(todo):
+                own[i] = (embedded[k], embedded[len(todo) + k])
+            self.embedded += len(todo)
+        points = []
+        for rec, (payload, restated), pair in zip(records, built, own, strict=True):
+            assert pair is not None and len(pair) == 2
+            # The context vector embeds the window alone; BM25 also indexes the restated wordings.
+            if restated:
+                payload["ctx_text"] = searchable_context(str(payload["ctx_text"]), restated)
+            points.append((rec.id, {DENSE: pair[0], CTX: pair[1]}, payload))
+        self.coll.upsert(points)
+        self._unreleased += len(points)
+        if self._unreleased >= RELEASE_EVERY:
+            self._release()
+
+    def _release(self) -> None:
+        from ..store.memtrim import release_heap, release_mapped_pages
+
+        self._unreleased = 0
+        path = getattr(self.coll, "path", None)
+        if path is not None:
+            release_mapped_pages(path)
+        release_heap()
+
+    def close(self) -> None:
+        """Stop the background embedding and restore the store's checkpoints (after a failure: the pending
+        batch is dropped)."""
+        self._pending = None
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        if self._checkpoint_every is not None:
+            self.coll.checkpoint_every = self._checkpoint_every  # type: ignore[attr-defined]
+
+    def finish(self) -> dict[str, Any]:
+        """Write the last batch, build the search index when the import left enough memories unindexed; the summary."""
+        try:
+            self._flush()
+        finally:
+            self.close()
+        indexed_s = self.coll.index_if_needed(self.index_after)
+        self._release()  # the build read every vector
+        out: dict[str, Any] = {"imported": self.written, "embedded": self.embedded}
+        if indexed_s is not None:
+            out["index_seconds"] = round(indexed_s, 1)
+        return out

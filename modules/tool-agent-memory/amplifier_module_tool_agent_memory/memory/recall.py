@@ -1,0 +1,253 @@
+"""Recall without being asked (issue 18): which long-term memories bear on a prompt, and the briefing.
+
+A prompt is embedded once and searched with the same hybrid retrieval as ``memory_search`` (one fused
+Qdrant query); the relevance gate then decides from general signals whether anything at all is
+relevant, and only then the best memories are kept within the token budget:
+
+* the prompt's *content words*: its words other than function words and names (a capitalised
+  word inside a sentence). Names alone prove nothing: every memory of a conversation names its
+  people, so a question about someone's unrelated doings matches them by name only;
+* *coverage*: the share of those content words (by stem) that a recalled memory, read with the remark
+  stored before it, contains;
+* *cosine*: the dense similarity of the prompt and that memory.
+
+Something is relevant when one memory matches both ways: its coverage + ``cosine_weight`` * cosine
+reaches ``min_relevance``. One memory must carry both signals: a prompt whose words are found in one
+memory and whose meaning is near another's is most often about something else (tuning half, 400-token
+blocks: evidence injected 0.688 with 0.759 of foreign prompts getting nothing; coverage >= 0.35 and
+cosine >= 0.40 of one memory 0.674 at 0.758; the best single signal 0.593 at 0.866).
+
+The bars were calibrated with ``benchmarks/recall.py`` on half of the LoCoMo dev conversations (the
+other conversations' questions, speakers renamed to this conversation's, as the prompts that must get
+nothing) and are reported on the other half; see docs/recall.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..compare.extract import stem
+from ..compare.lexicon import FUNCTION_WORDS
+from ..config import RecallConfig, RecallGateConfig
+from ..store.contract import DENSE
+from ..store.query import AnyOf, IsEmpty, Order, Scroll, all_of
+from ..tokens import chars_for, count_tokens
+from .chains import SUPERSEDED_BY, current_first
+from .ranking import Hit, hybrid_search
+
+if TYPE_CHECKING:
+    from .service import MemoryService
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'\u2019-]*|\d+")
+_SENTENCE_END = frozenset(".!?:;\n")
+# Question and request words that carry no topic (beyond the function words the comparison knows).
+_FRAMING_WORDS = (
+    "tell say says said know knows think thinks remember recall remind ask asked like likes would kind sort "
+    "type thing things lot lots people person time times day days way ways"
+)
+_FRAMING = frozenset(_FRAMING_WORDS.split())
+BRIEFING_KINDS = ("preference", "decision")
+# Fused candidates read for the gate and the block (the block keeps at most ``max_memories`` of them).
+CANDIDATES = 10
+# Most tokens of one memory's line (id, kind, date and about 180 characters of text): a longer memory is cut,
+# so one long memory cannot fill the block. On the tuning half of LoCoMo dev, at a 400-token budget, lines of
+# at most 60 tokens cited an evidence memory for 0.69 of questions, at most 200 tokens for 0.64.
+LINE_TOKENS = 60
+HOW_TO_MORE = "memory_get <id> reads one in full; memory_search finds more."
+
+
+@dataclass(frozen=True)
+class Signals:
+    """What the gate reads of one prompt's recall: its content words and the most relevant memory's match."""
+
+    content_words: int
+    relevance: float = 0.0
+    coverage: float = 0.0
+    cosine: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"content_words": self.content_words, "relevance": round(self.relevance, 3),
+                "coverage": round(self.coverage, 3), "cosine": round(self.cosine, 3)}
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """The outcome of recall for one prompt: the memories to show (best first), or why none."""
+
+    memories: list[dict[str, Any]] = field(default_factory=list)
+    reason: str = "recalled"
+    signals: Signals | None = None
+
+
+def _name_like(word: str) -> bool:
+    """Written as a name is: a capital, then lower case only ("Caroline", "Okafor"). An acronym ("LGBTQ",
+    "CI") or an identifier ("BillingService") is a term the prompt is about."""
+    return len(word) > 1 and word[0].isupper() and not any(ch.isupper() for ch in word[1:])
+
+
+def content_words(prompt: str) -> list[str]:
+    """Stems of the prompt's words other than function words, framing words and names, in order, once each.
+
+    A name is a word written as one (a capital, then lower case) that does not start a sentence, and its
+    possessive; a word that starts a sentence counts as a name when the prompt writes it so elsewhere too.
+    """
+    tokens: list[tuple[str, bool]] = []  # (word, starts a sentence)
+    start = True
+    position = 0
+    for match in _WORD.finditer(prompt):
+        between = prompt[position:match.start()]
+        if any(ch in _SENTENCE_END for ch in between):
+            start = True
+        tokens.append((match.group(), start))
+        start = False
+        position = match.end()
+    capitalised_inside = {w.lower() for w, first in tokens if not first and _name_like(w)}
+    seen: set[str] = set()
+    found: list[str] = []
+    for word, first in tokens:
+        bare = re.sub(r"['\u2019]s$", "", word)
+        lower = bare.lower()
+        if _name_like(bare) and (not first or lower in capitalised_inside):
+            continue  # a name
+        if lower in FUNCTION_WORDS or lower in _FRAMING or len(lower) < 2:
+            continue
+        stemmed = stem(lower)
+        if stemmed not in seen:
+            seen.add(stemmed)
+            found.append(stemmed)
+    return found
+
+
+def _stems(text: str) -> set[str]:
+    return {stem(m.group().lower()) for m in _WORD.finditer(re.sub(r"['\u2019]s\b", "", text))}
+
+
+def coverage(words: Sequence[str], text: str) -> float:
+    """The share of ``words`` (stems) that ``text`` contains."""
+    if not words:
+        return 0.0
+    have = _stems(text)
+    return sum(1 for w in words if w in have) / len(words)
+
+
+def passes(signals: Signals, gate: RecallGateConfig) -> bool:
+    """Whether the signals clear the gate: enough content words, and one memory relevant enough."""
+    return signals.content_words >= gate.min_content_words and signals.relevance >= gate.min_relevance
+
+
+def _date(payload: dict[str, Any]) -> str:
+    return str(payload.get("created_at") or "")[:10]
+
+
+def memory_line(memory: dict[str, Any], max_chars: int) -> str:
+    """One memory as the block shows it: full id, kind, date, superseded mark, content (shortened to fit)."""
+    mark = f", superseded by {memory['superseded_by']}" if memory.get("superseded_by") else ""
+    head = f"- [{memory['id']}] ({memory['kind']}, {memory['date']}{mark}) "
+    content = " ".join(str(memory["content"]).split())
+    room = max(0, max_chars - len(head))
+    if len(content) > room:
+        content = content[: max(0, room - 1)].rstrip() + "\u2026"
+    return head + content
+
+
+def memory_view(hit_id: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """What the block shows of one memory: id, kind, date (YYYY-MM-DD), content, and its replacement if any."""
+    view = {"id": hit_id, "kind": payload.get("kind", "note"), "date": _date(payload),
+            "content": str(payload.get("content", ""))}
+    if payload.get(SUPERSEDED_BY):
+        view["superseded_by"] = str(payload[SUPERSEDED_BY])
+    return view
+
+
+def render_block(tag: str, intro: str, memories: Sequence[dict[str, Any]], budget_tokens: int) -> tuple[str, list[str]]:
+    """``memories`` as one tagged block of at most ``budget_tokens``; (text, ids shown). Empty when none fit."""
+    opening, closing = f"<{tag}>\n{intro}\n", f"</{tag}>"
+    room = chars_for(budget_tokens) - len(opening) - len(closing)
+    per_item = chars_for(min(LINE_TOKENS, budget_tokens))
+    lines: list[str] = []
+    ids: list[str] = []
+    for memory in memories:
+        line = memory_line(memory, per_item) + "\n"
+        if len(line) > room:
+            continue
+        lines.append(line)
+        ids.append(str(memory["id"]))
+        room -= len(line)
+    if not lines:
+        return "", []
+    return opening + "".join(lines) + closing, ids
+
+
+class Recaller:
+    """Recall and briefing over one identity's long-term memory (synchronous; the hook runs it off the loop)."""
+
+    def __init__(self, memory: MemoryService, config: RecallConfig) -> None:
+        self.memory = memory
+        self.config = config
+
+    def candidates(self, prompt: str) -> tuple[list[Hit], list[tuple[float, float]], int]:
+        """The fused candidates for ``prompt`` (chains resolved: newest first, superseded marked), each one's
+        (coverage, cosine), and the prompt's number of content words."""
+        words = content_words(prompt)
+        if not words:
+            return [], [], 0
+        svc = self.memory
+        vec = svc.embedder.embed_query(prompt)
+        hits = hybrid_search(svc.coll, prompt, vec, CANDIDATES, None, svc.clock(), svc.params)
+        hits = current_first(svc.coll, hits, True)[:CANDIDATES]
+        cosines = self._cosines(vec, hits) if hits else {}
+        texts = [f"{h.payload.get('ctx_text', '')}\n{h.payload.get('content', '')}" for h in hits]
+        matches = [(coverage(words, text), cosines.get(h.id, 0.0)) for h, text in zip(hits, texts, strict=True)]
+        return hits, matches, len(words)
+
+    def measure(self, prompt: str) -> tuple[list[Hit], Signals]:
+        """The candidates and the signals of the one most relevant to ``prompt`` (coverage + cosine_weight * cosine)."""
+        hits, matches, words = self.candidates(prompt)
+        weight = self.config.gate.cosine_weight
+        best = Signals(words)
+        for cov, cos in matches:
+            if cov + weight * cos > best.relevance:
+                best = Signals(words, cov + weight * cos, cov, cos)
+        return hits, best
+
+    def _cosines(self, vec: Sequence[float], hits: Sequence[Hit]) -> dict[str, float]:
+        """Dense cosine of the prompt and each hit (the stored vectors are normalised)."""
+        import numpy as np
+
+        query = np.asarray(vec, dtype=np.float32)
+        found: dict[str, float] = {}
+        for record in self.memory.coll.retrieve([h.id for h in hits], with_vector=True):
+            vector = record.vector.get(DENSE) if isinstance(record.vector, dict) else None
+            if vector:
+                found[str(record.id)] = float(np.asarray(vector, dtype=np.float32) @ query)
+        return found
+
+    def recall(self, prompt: str) -> Recalled:
+        """The memories to show for ``prompt`` (at most ``max_memories``), or why there are none."""
+        hits, signals = self.measure(prompt)
+        if signals.content_words == 0:
+            return Recalled(reason="no_content_words", signals=signals)
+        if not hits:
+            return Recalled(reason="no_memories", signals=signals)
+        if not passes(signals, self.config.gate):
+            return Recalled(reason="below_gate", signals=signals)
+        shown = [memory_view(h.id, h.payload) for h in hits[: self.config.max_memories]]
+        return Recalled(shown, "recalled", signals)
+
+    def briefing(self) -> list[dict[str, Any]]:
+        """The identity's current preferences and decisions, newest first (superseded ones left out)."""
+        flt = all_of(AnyOf("kind", list(BRIEFING_KINDS)), IsEmpty(SUPERSEDED_BY))
+        # Enough to fill the briefing's budget with short statements; the renderer stops at the budget.
+        limit = max(4, self.config.briefing_tokens // 10)
+        records, _ = self.memory.coll.scroll(
+            Scroll(limit=limit, filter=flt, order=Order("created_at", descending=True))
+        )
+        return [memory_view(str(r.id), dict(r.payload or {})) for r in records]
+
+
+def block_tokens(text: str) -> int:
+    """Tokens of an injected block, by the module's one counter."""
+    return count_tokens(text)

@@ -1,0 +1,72 @@
+"""Recall's pure parts: the prompt's content words (names and function words left out), coverage, the gate,
+the block within its budget, and fitting the injection to the session's size limit."""
+
+from __future__ import annotations
+
+from amplifier_module_tool_agent_memory.amplifier.recall_hooks import fit
+from amplifier_module_tool_agent_memory.config import RecallGateConfig
+from amplifier_module_tool_agent_memory.memory.recall import Signals, content_words, coverage, passes, render_block
+from amplifier_module_tool_agent_memory.tokens import count_tokens
+
+
+def test_names_and_function_words_are_not_content_words() -> None:
+    assert content_words("When did Caroline go to the LGBTQ support group?") == ["lgbtq", "support", "group"]
+    assert content_words("What did Melanie's kids paint?") == ["kid", "paint"]
+    # a capitalised first word is a name only when the prompt writes it capitalised elsewhere too
+    assert content_words("Painting is what Jon likes") == ["paint"]
+    assert content_words("Jon asked: when did Jon start painting?") == ["start", "paint"]
+    assert content_words("What did Caroline and Melanie do?") == []
+    assert content_words("Why does the CI fail in BillingService?") == ["ci", "fail", "billingservic"]
+
+
+def test_coverage_counts_content_words_by_stem() -> None:
+    words = content_words("Which pottery classes did she sign up for?")
+    assert coverage(words, "Melanie: I signed up for a pottery class yesterday!") == 1.0
+    assert coverage(words, "Melanie: I went camping with the kids.") == 0.0
+    assert coverage([], "anything") == 0.0
+
+
+def test_the_gate_needs_one_memory_relevant_enough_and_a_content_word() -> None:
+    gate = RecallGateConfig()
+    assert passes(Signals(3, relevance=gate.min_relevance), gate)
+    assert not passes(Signals(3, relevance=gate.min_relevance - 0.01), gate)
+    assert not passes(Signals(0, relevance=5.0), gate)
+
+
+def _memory(n: int, content: str = "a remark about the clinic") -> dict[str, object]:
+    return {"id": f"00000000-0000-0000-0000-{n:012d}", "kind": "fact", "date": "2026-11-24", "content": content}
+
+
+def test_the_block_shows_full_ids_and_stays_within_its_budget() -> None:
+    memories = [_memory(n, "word " * 30) for n in range(20)]
+    text, ids = render_block("agent-memory-recall", "intro", memories, 200)
+    assert count_tokens(text) <= 200
+    assert 0 < len(ids) < 20
+    assert all(f"[{i}]" in text for i in ids)
+    assert text.startswith("<agent-memory-recall>\nintro\n") and text.endswith("</agent-memory-recall>")
+
+
+def test_a_long_memory_is_shortened_not_dropped() -> None:
+    text, ids = render_block("t", "intro", [_memory(1, "long " * 500)], 100)
+    assert ids == ["00000000-0000-0000-0000-000000000001"]
+    assert "\u2026" in text and count_tokens(text) <= 100
+
+
+def test_a_superseded_memory_is_marked() -> None:
+    older = {**_memory(1), "superseded_by": "00000000-0000-0000-0000-000000000002"}
+    text, _ = render_block("t", "intro", [older], 100)
+    assert "(fact, 2026-11-24, superseded by 00000000-0000-0000-0000-000000000002)" in text
+
+
+def test_fitting_drops_whole_lines_from_the_end() -> None:
+    briefing, _ = render_block("b", "intro", [_memory(n) for n in range(3)], 300)
+    recall, _ = render_block("r", "intro", [_memory(n) for n in range(3, 9)], 300)
+    whole = fit([briefing, recall], None)
+    assert whole == f"{briefing}\n\n{recall}"
+    for limit in (len(whole) - 1, len(briefing) + 60, len(briefing), 150, 40):
+        fitted = fit([briefing, recall], limit)
+        assert len(fitted) <= limit
+        for line in fitted.splitlines():  # only whole lines, every block closed
+            assert line in whole.splitlines()
+        assert fitted.count("<b>") == fitted.count("</b>") and fitted.count("<r>") == fitted.count("</r>")
+    assert fit([briefing, recall], 10) == ""
