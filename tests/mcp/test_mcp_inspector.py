@@ -14,6 +14,8 @@ pytestmark = pytest.mark.slow
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "inspector.py"
 
 
+# 37 Inspector calls, each starting a server that loads the model (about 5 minutes on a busy 2-core machine).
+@pytest.mark.timeout(3000)
 @pytest.mark.skipif(
     shutil.which("node") is None or shutil.which("npm") is None,
     reason="node/npm not found: the MCP Inspector run (scripts/inspector.py) needs Node.js 20+ and npm",

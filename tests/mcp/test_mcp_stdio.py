@@ -53,6 +53,7 @@ async def _amplifier_run(runtime: AgentMemory) -> list[tuple[bool, dict[str, Any
     return answers
 
 
+@pytest.mark.timeout(1200)  # a subprocess and the in-process face each load the model
 async def test_every_tool_answers_over_stdio_as_in_amplifier(
     tmp_path: Path, make_runtime: Callable[..., AgentMemory], caplog: pytest.LogCaptureFixture
 ) -> None:
