@@ -213,7 +213,8 @@ class StorageConfig(_Strict):
 
     backend: Literal["edge", "server"] = Field(
         "edge",
-        description="edge: one embedded store per identity under storage_root, private to one process. "
+        description="edge: one embedded store per identity under storage_root, shared by the processes of one "
+        "machine (the first to open it serves the others over a local socket; docs/sharing.md). "
         "server: a Qdrant server or cluster at url, shared by every process of an identity.",
     )
     url: str | None = Field(
@@ -248,6 +249,14 @@ class StorageConfig(_Strict):
         le=86_400,
         description="Embedded store: how long a collection above purge_prompt_max_points must go without a write "
         "before its due purge runs (longer than the pauses inside one agent turn, so the purge does not stall it).",
+    )
+    owner_wait_seconds: float = Field(
+        30.0,
+        gt=0,
+        le=3_600,
+        description="Embedded store: how long a call waits for the process that owns the identity's store to "
+        "answer (one opening the store, or taking over from one that exited) before answering store_in_use; "
+        "the holder is then taken to be a process that does not share (an older version, `agent-memory repair`).",
     )
 
     @field_validator("collection_prefix")

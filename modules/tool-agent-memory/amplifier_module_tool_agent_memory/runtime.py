@@ -20,9 +20,9 @@ from .config import MemoryConfig, parse_config
 from .errors import AgentMemoryError, ConfigError, IdentityError
 from .identity import ResolvedIdentity, resolve_identity
 from .store.contract import Store, utc_now
-from .store.edge import acquire_store
 from .store.purge import PurgePolicy
 from .store.registry import release
+from .store.sharing import acquire_shared_store
 
 if TYPE_CHECKING:
     from .cache.service import CacheService
@@ -156,7 +156,7 @@ class AgentMemory:
                     )
                 else:
                     storage = self.config.storage
-                    self._store = acquire_store(
+                    self._store = acquire_shared_store(
                         self.config.resolved_root(),
                         identity.name,
                         embedder.model_id,
@@ -165,6 +165,7 @@ class AgentMemory:
                         purge=PurgePolicy(
                             storage.purge_prompt_max_points, storage.purge_idle_seconds, **(self.purge_timing or {})
                         ),
+                        wait_s=storage.owner_wait_seconds,
                     )
                 logger.info(
                     "memory store opened",

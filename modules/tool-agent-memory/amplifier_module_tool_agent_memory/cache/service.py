@@ -139,10 +139,25 @@ class CacheService:
     def _scope(self, scope: str) -> ScopeState:
         state = _state_of(self.coll)
         st = state.scopes.get(scope)
-        if st is None:
+        if st is None or self._written_elsewhere(st):
             st = self._load_scope(scope)
             state.scopes[scope] = st
         return st
+
+    def _written_elsewhere(self, st: ScopeState) -> bool:
+        """Whether another process sharing the store (docs/sharing.md) changed the scope since this one loaded it.
+
+        Called under the collection lock. The open block records the scope's version on every change, and a
+        close replaces it: a newer version there, or a block no longer open, means another process wrote.
+        A scope without an open block has never been written here: read again (cheap, it holds nothing).
+        """
+        if st.open_block_id is None:
+            return True
+        found = self.coll.retrieve([st.open_block_id])
+        if not found:
+            return True
+        payload = found[0].payload or {}
+        return payload.get("status") != "open" or int(payload.get("version", 0)) > st.version
 
     def _load_scope(self, scope: str) -> ScopeState:
         st = ScopeState(scope)

@@ -545,7 +545,9 @@ def journal_memory_service(store: Store, embedder: Embedder, config: Any) -> Mem
     from ..store.edge import IdentityStore
     from ..store.rebuild import JournalView
 
-    if not isinstance(store, IdentityStore):
+    # Only the process that owns a shared store has its files open (a sharing client reads through the owner).
+    local = getattr(store, "local_store", store)
+    if not isinstance(local, IdentityStore):
         return None
-    journal = store.journal_only(MEMORIES)
+    journal = local.journal_only(MEMORIES)
     return MemoryService(JournalView(MEMORIES.name, journal), embedder, config, thread="cli")

@@ -3,7 +3,9 @@
 Layout of ``storage_root/<identity>/``::
 
     store.json      embedding model id and dimension the store was written with
-    .lock           held (flock) by the one process that has the store open
+    .lock           held (store/filelock.py) by the one process that has the store open, its owner
+    owner.json      how the other processes reach the owner (socket address, token; see :mod:`.sharing`)
+    .sock           the owner's AF_UNIX socket (where the platform has one)
     memories/       Qdrant Edge shard of long-term memories
     cache/          Qdrant Edge shard of working-memory items and blocks
     plans/          Qdrant Edge shard of cached plans
@@ -12,7 +14,8 @@ Layout of ``storage_root/<identity>/``::
 Each collection is its own shard so that its payload indexes and BM25 statistics
 describe only its own records. Within a process there is one open handle per store,
 shared by every session and thread (:func:`acquire_store` / :func:`release_store`, kept in
-:mod:`.registry`); another process that tries to open it gets :class:`StoreInUseError`.
+:mod:`.registry`); another process that tries to open it gets :class:`StoreInUseError`, and
+reaches it instead through the owner (:mod:`.sharing`).
 
 The other jobs of the embedded store live beside this one: shard settings in
 :mod:`.edge_settings`, the collection in :mod:`.edge_collection`, journal replay and rebuild
@@ -21,7 +24,6 @@ in :mod:`.rebuild`.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
@@ -44,6 +46,7 @@ from .contract import (
 )
 from .edge_collection import EdgeCollection
 from .edge_settings import create_index_operation, edge_config
+from .filelock import try_lock, unlock
 from .files import check_shard, open_no_follow, refuse_links, remove_interrupted_builds, sparse_copy_tree
 from .journal import Journal
 from .memtrim import release_heap, release_mapped_pages
@@ -168,10 +171,10 @@ def _warm_page_cache(path: Path) -> None:
 
 def _in_use_message(path: Path) -> str:
     return (
-        f"the memory store {path} is in use by another process. An embedded store is private to "
-        "one process; to share one identity's memory between processes, run a Qdrant server "
-        "and point every process at it (config `storage: {backend: server, url: http://localhost:6333}`), "
-        "or give each process its own agent_identity"
+        f"the memory store {path} is in use by another process. Sessions, CLI commands and MCP servers "
+        "share it (the first one serves the others), but `agent-memory repair` and `reindex` need it alone: "
+        "stop the other processes of this identity first. Across machines, point every process at a Qdrant "
+        "server (config `storage: {backend: server, url: http://localhost:6333}`)"
     )
 
 
@@ -231,11 +234,9 @@ class IdentityStore:
         if lock.exists() and not lock.is_file():
             raise StoreDamagedError(f"{lock} is not a regular file; remove it (no process holds a store through it)")
         fd = open_no_follow(lock, os.O_RDWR | os.O_CREAT)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
+        if not try_lock(fd):
             os.close(fd)
-            raise StoreInUseError(_in_use_message(self.path)) from exc
+            raise StoreInUseError(_in_use_message(self.path))
         self._lock_fd = fd
 
     def _open_copy(self) -> None:
@@ -244,7 +245,7 @@ class IdentityStore:
         started = time.perf_counter()
         self._scratch = Path(tempfile.mkdtemp(prefix="agent-memory-ro-"))
         self.data_path = self._scratch / self.path.name
-        copied = sparse_copy_tree(self.path, self.data_path, skip=frozenset({LOCK_FILE}))
+        copied = sparse_copy_tree(self.path, self.data_path, skip=frozenset({LOCK_FILE, "owner.json"}))
         logger.info(
             "read-only store opened from a copy",
             extra={"path": str(self.path), "bytes": copied, "ms": round((time.perf_counter() - started) * 1000, 1)},
@@ -337,7 +338,7 @@ class IdentityStore:
 
     def _release(self) -> None:
         if self._lock_fd >= 0:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            unlock(self._lock_fd)
             os.close(self._lock_fd)
             self._lock_fd = -1
         if self._scratch is not None:
@@ -438,10 +439,8 @@ def delete_store(root: Path, identity: str) -> int:
         raise StoreInUseError(f"the memory store {path} is open in this process; end its sessions first")
     fd = open_no_follow(path / LOCK_FILE, os.O_RDWR | os.O_CREAT)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            raise StoreInUseError(_in_use_message(path)) from exc
+        if not try_lock(fd):
+            raise StoreInUseError(_in_use_message(path))
         size = allocated_bytes(path)
         # Moved aside first (one rename): a crash mid-delete leaves no half store under the identity's name.
         aside = root / f".{path.name}.deleting"

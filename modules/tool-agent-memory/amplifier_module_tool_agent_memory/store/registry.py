@@ -30,7 +30,9 @@ class Registry:
     def __init__(self) -> None:
         self._entries: dict[Hashable, _Entry] = {}
         self._keys: dict[int, Hashable] = {}
-        self._lock = threading.Lock()
+        # Re-entrant: a shared store (see .sharing) opens and closes its embedded store, kept here too, from
+        # within its own open or close.
+        self._lock = threading.RLock()
 
     def acquire(
         self,

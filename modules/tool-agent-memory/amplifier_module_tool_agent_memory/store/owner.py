@@ -1,0 +1,281 @@
+"""The owner's side of a shared embedded store: it holds the store and runs the other processes' calls.
+
+The process that holds an identity's store lock (see :mod:`.sharing`) listens on a local socket
+and publishes how to reach it in ``<identity>/owner.json`` (mode 0600): the address and a random
+token. Every connection must send the token first; one thread serves each connection, so a
+connection's calls run one after another, and the collection lock a connection takes (a
+read-modify-write sequence of another process) is held by its thread until that process
+releases it or its connection ends (a process that dies releases its locks here).
+
+Where it listens: an AF_UNIX socket ``<identity>/.sock`` on Linux and macOS (its folder's
+permissions guard it, and the token), or TCP on 127.0.0.1 with an OS-chosen port where AF_UNIX is
+missing from Python (Windows) or the socket's path is too long for it: loopback only, token
+required.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import logging
+import os
+import secrets
+import socket
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import query_wire, wire
+from .contract import BaseCollection
+from .files import open_no_follow
+
+logger = logging.getLogger(__name__)
+
+OWNER_FILE = "owner.json"
+SOCKET_FILE = ".sock"
+# AF_UNIX paths are at most 104 bytes on macOS (108 on Linux), terminating NUL included.
+_MAX_UNIX_PATH = 100
+
+
+def socket_path(store_path: Path) -> Path | None:
+    """Where the owner's AF_UNIX socket is, or None where TCP on loopback is used instead."""
+    if sys.platform == "win32" or not hasattr(socket, "AF_UNIX"):
+        return None
+    path = store_path / SOCKET_FILE
+    return path if len(os.fsencode(path)) <= _MAX_UNIX_PATH else None
+
+
+def read_owner(store_path: Path) -> dict[str, Any] | None:
+    """The published owner record, or None when there is none (yet) or it cannot be read."""
+    try:
+        fd = open_no_follow(store_path / OWNER_FILE, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            data = json.loads(fh.read(1 << 16))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and "token" in data and "address" in data else None
+
+
+def connect(info: dict[str, Any], timeout_s: float = 2.0) -> socket.socket:
+    """A socket connected to the owner ``info`` describes (raises OSError when it does not answer)."""
+    if info.get("family") == "unix":
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        address: Any = str(info["address"])
+    else:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        host, port = info["address"]
+        address = (str(host), int(port))
+    try:
+        sock.settimeout(timeout_s)
+        sock.connect(address)
+        sock.settimeout(None)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class OwnerServer:
+    """Serves the calls of the other processes of one identity on the owner's open collections."""
+
+    def __init__(
+        self,
+        store_path: Path,
+        collection: Callable[[Any], BaseCollection],
+        hello: dict[str, Any],
+        store_calls: dict[str, Callable[[], Any]] | None = None,
+    ) -> None:
+        """``collection`` opens a collection from its spec; ``hello`` is what each new connection is told;
+        ``store_calls`` answers store-level questions (journal status) by name."""
+        self.store_path = store_path
+        self._collection = collection
+        self._hello = hello
+        self._store_calls = store_calls or {}
+        self._token = secrets.token_hex(32)
+        self._listener: socket.socket | None = None
+        self._conns: set[socket.socket] = set()
+        self._threads: set[threading.Thread] = set()
+        self._guard = threading.Lock()
+        self._stopped = False
+
+    def start(self) -> None:
+        """Listen, then publish the owner record (connections before it is published cannot know the token)."""
+        path = socket_path(self.store_path)
+        if path is not None:
+            path.unlink(missing_ok=True)  # a dead owner's: this process holds the store lock
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(str(path))
+            os.chmod(path, 0o600)
+            info: dict[str, Any] = {"family": "unix", "address": str(path)}
+        else:
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            listener.bind(("127.0.0.1", 0))
+            info = {"family": "tcp", "address": list(listener.getsockname()[:2])}
+        listener.listen(64)
+        self._listener = listener
+        threading.Thread(target=self._accept, name="agent-memory-owner", daemon=True).start()
+        self._publish({**info, "token": self._token, "pid": os.getpid()})
+        logger.info("store shared", extra={"path": str(self.store_path), "family": info["family"]})
+
+    def _publish(self, record: dict[str, Any]) -> None:
+        final = self.store_path / OWNER_FILE
+        tmp = final.with_suffix(".tmp")
+        tmp.unlink(missing_ok=True)
+        fd = open_no_follow(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(json.dumps(record))
+        os.replace(tmp, final)
+
+    def stop(self) -> None:
+        """Stop listening, end every connection (their processes take over) and withdraw the owner record."""
+        with self._guard:
+            self._stopped = True
+            conns = list(self._conns)
+            threads = list(self._threads)
+        with contextlib.suppress(OSError):
+            (self.store_path / OWNER_FILE).unlink(missing_ok=True)
+        if self._listener is not None:
+            with contextlib.suppress(OSError):
+                self._listener.close()
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        # A connection's thread releases the collection locks its process held before the store closes.
+        for thread in threads:
+            thread.join(timeout=30)
+        path = socket_path(self.store_path)
+        if path is not None:
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
+
+    @property
+    def connections(self) -> int:
+        """How many processes' connections are open now (tests and ``inspect``)."""
+        with self._guard:
+            return len(self._conns)
+
+    def _accept(self) -> None:
+        listener = self._listener
+        assert listener is not None
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return  # closed by stop()
+            with self._guard:
+                if self._stopped:
+                    conn.close()
+                    return
+                self._conns.add(conn)
+                thread = threading.Thread(target=self._serve, args=(conn,), name="agent-memory-peer", daemon=True)
+                self._threads.add(thread)
+            thread.start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        held: dict[str, int] = {}
+        colls: dict[str, BaseCollection] = {}
+        try:
+            hello = wire.receive(conn)
+            if not hmac.compare_digest(str(hello.get("token", "")), self._token):
+                wire.send(conn, {"e": wire.error_message(PermissionError("wrong token"))})
+                return
+            wire.send(conn, {"r": self._hello})
+            while True:
+                message = wire.receive(conn)
+                try:
+                    result = self._dispatch(message, colls, held)
+                except Exception as exc:
+                    wire.send(conn, {"e": wire.error_message(exc)})
+                    continue
+                except BaseException as exc:  # a Rust panic is a BaseException: answer it, keep serving
+                    if isinstance(exc, KeyboardInterrupt | SystemExit):
+                        raise
+                    wire.send(conn, {"e": wire.error_message(exc)})
+                    continue
+                wire.send(conn, {"r": result})
+        except wire.ConnectionLost:
+            pass
+        except Exception:
+            logger.exception("serving a sharing process failed")
+        finally:
+            # A process that dies (or leaves) mid-sequence releases its locks here.
+            for name, depth in held.items():
+                for _ in range(depth):
+                    try:
+                        colls[name].lock.__exit__(None, None, None)
+                    except Exception:
+                        logger.exception("releasing a peer's collection lock failed", extra={"collection": name})
+            with self._guard:
+                self._conns.discard(conn)
+                self._threads.discard(threading.current_thread())
+            with contextlib.suppress(OSError):
+                conn.close()
+
+    def _dispatch(self, message: dict[str, Any], colls: dict[str, BaseCollection], held: dict[str, int]) -> Any:
+        op = str(message.get("op"))
+        args: dict[str, Any] = message.get("a") or {}
+        if op in self._store_calls:
+            return self._store_calls[op]()
+        if op == "open":
+            spec = wire.spec_in(args["spec"])
+            coll = self._collection(spec)
+            colls[spec.name] = coll
+            return {"vector_count": coll.vector_count}
+        coll = colls[str(message.get("c"))]
+        if op == "lock":
+            coll.lock.__enter__()
+            held[coll.name] = held.get(coll.name, 0) + 1
+            return None
+        if op == "unlock":
+            if held.get(coll.name, 0) > 0:
+                held[coll.name] -= 1
+                coll.lock.__exit__(None, None, None)
+            return None
+        return _run(coll, op, args)
+
+
+def _run(coll: BaseCollection, op: str, a: dict[str, Any]) -> Any:
+    """One collection call of another process."""
+    if op == "upsert":
+        coll.upsert([(str(pid), vectors, payload) for pid, vectors, payload in a["points"]])
+        return None
+    if op == "set_payload":
+        coll.set_payload(a["id"], a["payload"])
+        return None
+    if op == "delete_payload":
+        coll.delete_payload(a["id"], a["keys"])
+        return None
+    if op == "update_vector":
+        coll.update_vector(a["id"], a["name"], a["vector"])
+        return None
+    if op == "delete":
+        coll.delete(a["ids"])
+        return None
+    if op == "delete_by_filter":
+        coll.delete_by_filter(query_wire.decode(a["filter"]))
+        return None
+    if op == "retrieve":
+        return [wire.point_out(p) for p in coll.retrieve(a["ids"], bool(a.get("with_vector")))]
+    if op == "query":
+        return [wire.point_out(p) for p in coll.query(query_wire.decode(a["request"]))]
+    if op == "scroll":
+        points, offset = coll.scroll(query_wire.decode(a["request"]))
+        return [[wire.point_out(p) for p in points], query_wire.encode(offset)]
+    if op == "count":
+        flt = a.get("filter")
+        return coll.count(query_wire.decode(flt) if flt is not None else None)
+    if op == "unindexed_count":
+        return coll.unindexed_count()
+    if op == "optimize":
+        coll.optimize()
+        return None
+    if op == "index_if_needed":
+        return coll.index_if_needed(int(a["min_unindexed"]))
+    raise ValueError(f"unknown store call {op!r}")
