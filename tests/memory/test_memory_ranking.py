@@ -110,5 +110,12 @@ async def test_a_code_only_the_keywords_know_finds_its_memory_first(timed_tools:
     # Nothing but the identifier ties these queries to their memory; the embedding reads them as noise.
     assert (await _search_ids(timed_tools, "ZX-4471"))[0] == ids[KEYWORD_FACTS[0]]
     assert (await _search_ids(timed_tools, "what about zx-4471?"))[0] == ids[KEYWORD_FACTS[0]]
+
+
+@pytest.mark.edge_only("qdrant-client's local mode (the server's stand-in) does not stem its BM25 text index")
+async def test_another_form_of_a_keyword_finds_its_memory_first(timed_tools: dict[str, Any]) -> None:
+    ids = {}
+    for text in (*DISTINCT_FACTS[:12], *KEYWORD_FACTS):
+        ids[text] = output_of(await timed_tools["memory_store"].execute({"content": text, "kind": "fact"}))["id"]
     # Another form of the word: the BM25 fields are stemmed ("deploying" -> "deploy").
     assert (await _search_ids(timed_tools, "who is deploying hotfixes"))[0] == ids[KEYWORD_FACTS[2]]
