@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..compare import Comparator, Comparison, Verdict, announced_update, describe, says_a_change
 from ..compare.policy import ANNOUNCED_CANDIDATES, acts_as_update, left_open, may_update
+from ..compare.reworded import reworded
 from ..compare.statement import one_statement, same_subject_new_value
 from ..config import MemorySearchConfig
 from ..embeddings.providers import Embedder, Vector
@@ -289,15 +290,19 @@ class MemoryService:
             if kind == "note" and similarity < NOTE_MERGE_COSINE and not member.payload.get(SUPERSEDED_BY):
                 continue  # a note only merges, from NOTE_MERGE_COSINE: the comparison could change nothing
             comparison = self._compare(member, content, (stored_vec, vec) if stored_vec else None)
+            restates = not far and self._restates(comparison, member, content, kind)
             asks = kind in UPDATABLE_KINDS and may_update(comparison, str(member.payload.get("content", "")), content)
-            if not (asks or self._may_act(comparison, member, content, kind)):
+            if not (restates or asks or self._may_act(comparison, member, content, kind)):
                 continue
             newest = newest_of(self.coll, member.id, member.payload) if member.payload.get(SUPERSEDED_BY) else member
             if newest.id != member.id:
                 comparison = self._compare(newest, content, self._with_stored_vector(newest.id, vec))
+                restates = self._restates(comparison, newest, content, kind)
                 asks = kind in UPDATABLE_KINDS and may_update(
                     comparison, str(newest.payload.get("content", "")), content
                 )
+            if restates:
+                return Judgement(merge_into=newest, comparison=comparison)
             if asks:
                 possible.setdefault(newest.id, Possible(newest, comparison.similarity, content))
                 continue
@@ -310,6 +315,15 @@ class MemoryService:
             if kind in UPDATABLE_KINDS and acts_as_update(comparison, str(newest.payload.get("content", "")), content):
                 return Judgement(supersede=newest, comparison=comparison)
         return Judgement(possible=tuple(possible.values())[:MAX_POSSIBLE_UPDATES])
+
+    @staticmethod
+    def _restates(comparison: Comparison, older: Member, content: str, kind: str) -> bool:
+        """A memory of an updatable kind said again in other words: the comparison decided a restatement, or
+        the words moved without a value, polarity or name changing (``compare.reworded``: a merge is shown and
+        undone, so a rewording the word-by-word comparison misses merges too)."""
+        if kind not in UPDATABLE_KINDS or comparison.same:
+            return False
+        return reworded(str(older.payload.get("content", "")), content)
 
     @staticmethod
     def _may_act(comparison: Comparison, older: Member, content: str, kind: str) -> bool:
