@@ -20,8 +20,8 @@ from functools import lru_cache
 
 from .describe import describe
 from .extract import read, stem
-from .subject import subject_positions
 from .lexicon import FUNCTION_WORDS
+from .subject import subject_positions
 from .wordnet import Relation, WordNet, default_wordnet
 
 __all__ = ["reworded"]
