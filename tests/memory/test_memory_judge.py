@@ -68,7 +68,10 @@ async def test_the_provider_judging_an_update_links_it_and_is_named(root: Path) 
     old, new, listed = await _store_both(provider, root, OLD, NEW)
     assert new["created"] is True and "possible_updates" not in new
     assert new["superseded"]["id"] == old["id"] and new["superseded"]["judged_by"] == "provider"
-    assert new["superseded"]["differences"] == ["content: tony -> luis", "content: main street cuts -> salon by station"]
+    assert new["superseded"]["differences"] == [
+        "content: tony -> luis",
+        "content: main street cuts -> salon by station",
+    ]
     assert listed["count"] == 2
     [(request, kwargs)] = provider.requests
     assert request.metadata == {"stream": False} and kwargs == {"extended_thinking": False}
