@@ -70,7 +70,8 @@ MEMORIES = CollectionSpec(
 )
 
 # Brute force over 10k unindexed memories (two vectors each) costs a few ms a search; past that
-# the HNSW index is built, checked every INDEX_CHECK_EVERY writes and after every import.
+# the HNSW index is built, checked every INDEX_CHECK_EVERY writes (the build then waits for the
+# collection to be idle: store/edge_collection.py index_soon) and after every import.
 INDEX_AFTER_UNINDEXED = 10_000
 INDEX_CHECK_EVERY = 500
 # Kinds that state the current value of something: a changed one supersedes the older.
@@ -227,7 +228,9 @@ class MemoryService:
         self._tail: tuple[int, str] | None = None
         self._tail_loaded = False
         self._tail_lock = threading.Lock()
-        self._writes_since_check = 0
+        # The first write of a service checks at once: a session that starts on a store left with many
+        # unindexed memories has their build scheduled without waiting INDEX_CHECK_EVERY writes.
+        self._writes_since_check = INDEX_CHECK_EVERY - 1
 
     def _thread_tail(self) -> tuple[int, str] | None:
         """This thread's last memory, read from the store once (a reopened session continues its thread)."""
@@ -478,7 +481,7 @@ class MemoryService:
         self._writes_since_check += 1
         if self._writes_since_check >= INDEX_CHECK_EVERY:
             self._writes_since_check = 0
-            self.coll.index_if_needed(INDEX_AFTER_UNINDEXED)
+            self.coll.index_soon(INDEX_AFTER_UNINDEXED)
         superseded = None
         if older is not None:
             superseded = _brief(older)
@@ -798,7 +801,7 @@ class MemoryService:
 
     def import_records(self, records: Sequence[MemoryRecord], batch: int = 256) -> dict[str, Any]:
         """Write validated records in this order, embedding in batches. Idempotent on id; secrets redacted."""
-        importer = MemoryImporter(self.coll, self.embedder, INDEX_AFTER_UNINDEXED)
+        importer = MemoryImporter(self.coll, self.embedder, INDEX_AFTER_UNINDEXED, MEMORIES.layout.segment_points)
         try:
             for start in range(0, len(records), batch):
                 importer.write(records[start : start + batch])
