@@ -280,6 +280,26 @@ CASES: dict[str, tuple[str, str, str]] = {
         "Kq7Zp2Lm9x",
         "mysql -u root -p app_db (prompts); mkdir -p /var/lib/mysql; docker run -p 3306:3306 mysql",
     ),
+    "command_password_flag": (
+        "sshpass -p 'Vq8n2Lrx7Tz' ssh ops@bastion and docker login -u ci -p Hk3mWq9Zr2 registry.acme.dev",
+        "Vq8n2Lrx7Tz",
+        "sqlcmd -S db -p (statistics); docker login -u ci --password-stdin; mongo -p; redis-cli -a $REDIS_PASS",
+    ),
+    "auth_field": (
+        '{"auths": {"https://index.docker.io/v1/": {"auth": "Y2ktYm90OlZxOG4yTHJ4N1R6"}}}',
+        "Y2ktYm90OlZxOG4yTHJ4N1R6",
+        '{"auth": "enabled", "oauth": "Y2ktYm90OlZxOG4yTHJ4N1R6"}; _auth=aGVsbG8gd29ybGQ=',
+    ),
+    "pgpass_line": (
+        "db.internal:5432:app:app_user:Wc4rT8kLp2Nz#1",
+        "Wc4rT8kLp2Nz#1",
+        "ratio 1:2:3:4:567890, std::map<int>::iterator, 2001:0db8:85a3:0000:0000:8a2e:0370:7334, 10:30:45:00",
+    ),
+    "base64_encoded_secret": (
+        "  DATABASE_URL: cG9zdGdyZXM6Ly9hcHA6V0t6d3RUQmZWWjEjMjJAZGI6NTQzMi9hcHA=",
+        "cG9zdGdyZXM6Ly9hcHA6V0t6d3RUQmZWWjEjMjJAZGI6NTQzMi9hcHA=",
+        "  greeting: aGVsbG8gd29ybGQsIGhvdyBhcmUgeW91Pw== and src/billing/invoiceTotals/lineItems",
+    ),
     "secret_in_prose": (
         "for the record my password is Tr0ub4dor&3 on the laptop",
         "Tr0ub4dor&3",

@@ -231,6 +231,9 @@ _NAME_ENDS_WITH_CREDENTIAL = re.compile(
 )
 # Upper-case environment names ending in _KEY (STRIPE_KEY, SSH_KEY): a key in the environment is a secret.
 _ENV_KEY_NAME = re.compile(r"^[A-Z][A-Z0-9_]*_KEY$")
+# Upper-case environment names with the credential word glued to a prefix (PGPASSWORD, MYSQLPASSWORD,
+# VAULTTOKEN): environment names are written in capitals, so no camelCase boundary shows where the word starts.
+_ENV_GLUED_NAME = re.compile(r"^[A-Z][A-Z0-9]*(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN)$")
 # Token counts and pagination cursors (max_token, NextToken, page_token) end in the word yet hold no secret.
 _NON_SECRET_TOKEN_NAMES = re.compile(
     r"(?i)(?:^|[_.\-]|(?<=[a-z]))(?:max|min|num|next|page|continuation)[_.\-]?tokens?$"
@@ -240,7 +243,7 @@ _NON_SECRET_TOKEN_NAMES = re.compile(
 def _credential_name(name: str) -> bool:
     if _NON_SECRET_TOKEN_NAMES.search(name):
         return False
-    return bool(_NAME_ENDS_WITH_CREDENTIAL.search(name) or _ENV_KEY_NAME.match(name))
+    return bool(_NAME_ENDS_WITH_CREDENTIAL.search(name) or _ENV_KEY_NAME.match(name) or _ENV_GLUED_NAME.match(name))
 
 
 # A file-system path names where a secret is kept (SSH_KEY=~/.ssh/id_ed25519, PWD=/home/me), not the secret.
@@ -266,7 +269,8 @@ def _assignment_holds_secret(match: re.Match[str]) -> bool:
         return False
     name = match.group("name")
     if not _NAME_ENDS_WITH_CREDENTIAL.search(name) and not _secret_like(inner, joiners="'\u2019-_"):
-        # Named only by ``*_KEY`` (FOREIGN_KEY=user_id): weaker evidence, so the value must look like a key.
+        # Named only by ``*_KEY`` (FOREIGN_KEY=user_id) or a glued capital name (PGPASSWORD): weaker
+        # evidence, so the value must look like a key.
         return False
     quoted_key = match.group("quoted_name") is not None and any(q in match.group("close") for q in "\"'`")
     if quoted_key and inner.isidentifier() and not inner.isdigit():
@@ -312,6 +316,31 @@ def _mysql_password_holds_secret(match: re.Match[str]) -> bool:
     return _not_a_placeholder(_inner(match.group("value")))
 
 
+def _pgpass_holds_secret(match: re.Match[str]) -> bool:
+    """A ``.pgpass`` line is ``host:port:database:user:password``: a host name must end right before the
+    port, at the start of a line or after a space or quote, and the password must look like one."""
+    before = match.string[max(0, match.start() - 256) : match.start()]
+    host = re.search(r"(?:^|(?<=[\s\"'`])|(?<=\\[nrt]))(?:[A-Za-z0-9][A-Za-z0-9.\-]*|\*)$", before)
+    if host is None or not (host.group(0) == "*" or _HOST_NAME.match(host.group(0))):
+        return False  # 1:2:3:4:567890 is a ratio, not a host's line
+    return _secret_like(match.group("value"))
+
+
+_HOST_NAME = re.compile(r"^(?:[A-Za-z0-9.\-]*[A-Za-z][A-Za-z0-9.\-]*|\d{1,3}(?:\.\d{1,3}){3})$")
+
+
+def _decodes_to_a_secret(match: re.Match[str]) -> bool:
+    """Base64 of text that itself holds a secret (a Kubernetes Secret's ``data:``, an encoded URL)."""
+    encoded = match.group(0)
+    if len(encoded) % 4 or encoded.islower() or encoded.isupper():
+        return False  # base64 of text mixes both cases; paths and words in one case are not it
+    try:
+        decoded = base64.b64decode(encoded, validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    return decoded.isprintable() and bool(redact(decoded)[1])
+
+
 def _authorization_holds_secret(match: re.Match[str]) -> bool:
     scheme = (match.group("scheme") or "").strip().lower()
     value = match.group("cred")
@@ -320,6 +349,17 @@ def _authorization_holds_secret(match: re.Match[str]) -> bool:
     if scheme == "basic":
         return _decodes_to_user_password(value)
     return _secret_like(value) or len(value) >= 20
+
+
+# (command, its password flag) for commands whose short flag takes the password: the flag is matched
+# case-sensitively (sqlcmd's -p is not its password, -P is).
+_COMMAND_PASSWORD_FLAGS: tuple[tuple[str, str], ...] = (
+    ("sshpass", "-p"),
+    ("redis-cli", "-a"),
+    (r"(?:docker|podman|buildah|skopeo|nerdctl|helm[ \t]+registry)[ \t]+login", "-p"),
+    ("mongo(?:sh|dump|restore|import|export)?", "-p"),
+    ("(?:sqlcmd|bcp)", "-P"),
+)
 
 
 def _quoted_or(body: str) -> str:
@@ -339,7 +379,7 @@ _HINTS: dict[str, tuple[str, ...]] = {
     "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     "gitlab_token": ("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "gloas-", "glsoat-", "glft-", "glimt-",
                      "glagent-", "glffct-", "glwt-", "gr1348941"),
-    "slack_token": ("xox",),
+    "slack_token": ("xox", "xapp-"),
     "slack_webhook": ("hooks.slack.com",),
     "discord_webhook": ("/api/webhooks/",),
     "discord_token": (".",),
@@ -384,6 +424,11 @@ _HINTS: dict[str, tuple[str, ...]] = {
     "secret_flag": ("-pass", "-pwd", "-token", "-secret", "-api", "-access", "-auth"),
     "secret_in_prose": ("pass", "pwd", "key", "token", "secret"),
     "mysql_password": ("mysql", "mariadb"),
+    "command_password_flag": ("sshpass", "redis-cli", "docker", "podman", "buildah", "skopeo", "nerdctl", "helm",
+                              "mongo", "sqlcmd", "bcp"),
+    "auth_field": ("auth",),
+    "pgpass_line": (":",),
+    "base64_encoded_secret": (),
 }
 
 
@@ -394,7 +439,8 @@ _SHAPE_RULES = frozenset(
     name for name in _HINTS if name not in {
         "private_key", "azure_storage_key", "azure_sas_signature", "bearer_token", "basic_auth",
         "authorization_header", "url_credentials", "curl_user", "netrc_password", "aws_secret_access_key",
-        "password_assignment", "secret_flag", "secret_in_prose", "mysql_password",
+        "password_assignment", "secret_flag", "secret_in_prose", "mysql_password", "command_password_flag",
+        "auth_field", "pgpass_line",
     }
 )
 
@@ -430,6 +476,8 @@ def _back_to(text: str, at: int, stop: re.Pattern[str]) -> int:
 def _name_start(text: str, at: int) -> int:
     """Where the name holding position ``at`` starts (letters, digits, ``_ . -``; a leading ``.``/``-`` is not part)."""
     start = _back_to(text, at, _NOT_NAME_CHAR)
+    if start > 0 and text[start - 1] == "\\" and start < at and text[start] in "nrt":
+        start += 1  # ``\npassword = x``: a line of a config file JSON-escaped into a string starts after the escape
     while start < at and text[start] in ".-":
         start += 1
     return start
@@ -463,7 +511,7 @@ PATTERNS: tuple[SecretPattern, ...] = (
     _p("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})\b"),
     _p("gitlab_token", r"\b(?:gl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent|ffct|wt)-[A-Za-z0-9_\-]{20,}"
        r"|GR1348941[A-Za-z0-9_\-]{20,})"),
-    _p("slack_token", r"\bxox[abposre]-[A-Za-z0-9\-]{10,}"),
+    _p("slack_token", r"\b(?:xox[abposre]|xapp)-[A-Za-z0-9\-]{10,}"),
     _p("slack_webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+"),
     _p("discord_webhook", r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]+"),
     _p("discord_token",
@@ -520,7 +568,7 @@ PATTERNS: tuple[SecretPattern, ...] = (
        lambda m: _mixed_key_material(m.group(1))),
     # --- context: a credential word names the value ------------------------------------
     _p("password_assignment",
-       r"(?<![\w.\-$])(?P<quoted_name>(?<=[\"'`]))?(?P<name>[A-Za-z_][\w.\-]{0,100})(?P<close>(?:\\?[\"'`]|\*){0,2})"
+       r"(?:(?<![\w.\-$])|(?<=\\[nrt]))(?P<quoted_name>(?<=[\"'`]))?(?P<name>[A-Za-z_][\w.\-]{0,100})(?P<close>(?:\\?[\"'`]|\*){0,2})"
        r"(?P<sep>[ \t]*(?::=|=>|:(?![:/])|=(?!=))[ \t]*)"
        r"(?P<value>" + _quoted_or(r"[^\s\"'`,;<>(){}\[\]]+") + r")",
        "value", _assignment_holds_secret, start_of=_name_start),
@@ -531,6 +579,27 @@ PATTERNS: tuple[SecretPattern, ...] = (
     _p("mysql_password",
        r"(?<![\w\-])(?i:mysql\w*|mariadb[\w\-]*)(?:[ \t]+(?!-p)[^\s|;&]+){0,12}?[ \t]+-p(?P<value>"
        + _quoted_or(r"[^\s\"'`|;&]+") + r")", "value", _mysql_password_holds_secret),
+    # Commands that take a password in a short flag of their own (``sshpass -p``, ``docker login -p``,
+    # ``redis-cli -a``, ``sqlcmd -P``): one entry of _COMMAND_PASSWORD_FLAGS each.
+    _p("command_password_flag",
+       r"(?<![\w\-])(?:" + "|".join(
+           rf"(?:{command})(?:[ \t]+(?!(?-i:{flag})\b)[^\s|;&]+){{0,12}}?[ \t]+(?-i:{flag})"
+           for command, flag in _COMMAND_PASSWORD_FLAGS
+       ) + r")(?:[ \t]*|=)(?!-)(?P<value>" + _quoted_or(r"[^\s\"'`|;&]+") + r")",
+       "value", _mysql_password_holds_secret, flags=re.IGNORECASE, start_of=_word_start),
+    # ``"auth": "<base64 of user:password>"`` (docker's config.json) and ``_auth=`` (.npmrc).
+    _p("auth_field",
+       r"(?:(?<![\w\-])|(?<=\\[nrt]))_?auth(?:[\\]?[\"'])?[ \t]*[:=][ \t]*(?:[\\]?[\"'])?"
+       r"(?P<value>[A-Za-z0-9+/]{8,}={0,2})"
+       r"(?![A-Za-z0-9+/=])", "value", lambda m: _decodes_to_user_password(m.group("value"))),
+    # ``host:port:database:user:password`` (.pgpass); the match starts at the port's colon.
+    _p("pgpass_line",
+       r":(?:\d{1,5}|\*):[^\s:\"'\\]+:[^\s:\"'\\]+:(?P<value>[^\s:\"'\\]+)(?![^\s\"'\\])",
+       "value", _pgpass_holds_secret),
+    # Base64 whose decoded text holds a secret: the rules run again on the decoded text.
+    # Possessive: a run is taken whole once (a refused run is not retried from inside, suffix by suffix).
+    _p("base64_encoded_secret", r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{16,}+={0,2}+(?![A-Za-z0-9+/=])",
+       accept=_decodes_to_a_secret),
     _p("secret_in_prose",
        r"(?<![A-Za-z0-9_\-])(?i:pass(?:word|phrase|code)|pwd|key|token|secret)(?![A-Za-z0-9_\-])"
        r"(?:[ \t]+(?:for|of|to|on|at|in)(?:[ \t]+[\w@:/\-]+(?:\.[\w@:/\-]+)*){1,3})?"

@@ -1,0 +1,139 @@
+"""Our own secret probe: every kind in ``secret_kinds.KINDS`` (50 kinds a user's memory or a plan's
+arguments really carry), in every surrounding, must not survive anywhere: not in ``redact`` or
+``redact_json``, not in any tool's answer (memory, cache, plans), events, logs, the CLI's output or an
+export, and not in the journal's or the engine's files. ``benchmarks/secret_probe.py`` prints the same
+probe as a table, kind by kind and place by place."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from memory_helpers import output_of, runtime_tools
+from secret_kinds import CASES, KINDS, SURROUNDINGS, Case, leaked
+
+from amplifier_module_tool_agent_memory.cli.main import main as cli_main
+from amplifier_module_tool_agent_memory.events import EVENTS
+from amplifier_module_tool_agent_memory.redaction import redact, redact_json
+from amplifier_module_tool_agent_memory.runtime import AgentMemory
+
+IDS = [f"{c.kind}-{c.surrounding}" for c in CASES]
+
+
+def test_the_probe_has_at_least_35_distinct_kinds_each_in_every_surrounding() -> None:
+    assert len({k.name for k in KINDS}) == len(KINDS) >= 35
+    assert len(CASES) == len(KINDS) * len(SURROUNDINGS)
+    secrets = [s for k in KINDS for s in k.secrets]
+    assert len(set(secrets)) == len(secrets) and min(map(len, secrets)) >= 10
+    # Each kind's text really holds its secrets (a generator slip would make the probe pass vacuously).
+    assert all(s in k.text for k in KINDS for s in k.secrets)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_redact_leaves_no_secret_of_the_kind(case: Case) -> None:
+    cleaned, found = redact(case.text)
+    assert not [s for s in case.secrets if s in cleaned], cleaned
+    assert found
+    assert redact(cleaned) == (cleaned, [])
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_redact_json_leaves_no_secret_in_a_plan_argument(case: Case) -> None:
+    found: list[str] = []
+    cleaned = json.dumps(redact_json({"command": case.text, "steps": [{"script": case.text}]}, found))
+    assert not [s for s in case.secrets if s in cleaned]
+    assert found
+
+
+# ---------------------------------------------------------------------------------------
+# End to end: each kind once, the surroundings taken in turn, through every tool that stores text.
+
+SPREAD: tuple[Case, ...] = tuple(
+    CASES[i * len(SURROUNDINGS) + i % len(SURROUNDINGS)] for i in range(len(KINDS))
+)
+
+
+def _plan(case: Case, n: int) -> dict[str, Any]:
+    return {
+        "prompt": f"task {n}: {case.kind} setup with {case.text}",
+        "actions": [{"tool": "bash", "args": {"command": case.text, "env": {"nested": [case.text]}}}],
+    }
+
+
+async def _store_everywhere(tools: dict[str, Any], case: Case, n: int) -> dict[str, Any]:
+    memory = output_of(await tools["memory_store"].execute({"content": f"note {n}: {case.text}"}))
+    item = output_of(await tools["cache_write"].execute(
+        {"kind": "snippet", "content": f"snippet {n}: {case.text}", "scope": f"task:{n % 4}"}
+    ))
+    plan = output_of(await tools["plan_store"].execute(_plan(case, n)))
+    assert memory.get("redacted") and item.get("redacted") and plan.get("redacted"), case.kind
+    return {"memory": memory, "item": item, "plan": plan}
+
+
+def _all_text(root: Path) -> str:
+    return b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file()).decode("utf-8", "replace")
+
+
+@pytest.mark.reliability
+async def test_no_kind_survives_in_answers_files_export_cli_or_logs(
+    make_runtime: Callable[..., AgentMemory], root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    control = "ordinary-control-marker-Kq7Wz"
+    rt = make_runtime()
+    tools = runtime_tools(rt)
+    answers: list[Any] = []
+    for n, case in enumerate(SPREAD):
+        ids = await _store_everywhere(tools, case, n)
+        answers.append(ids)
+        answers.append(output_of(await tools["memory_get"].execute({"id": ids["memory"]["id"]})))
+        answers.append(output_of(await tools["memory_search"].execute({"query": case.text[:400]})))
+        answers.append(output_of(await tools["plan_lookup"].execute({"prompt": _plan(case, n)["prompt"][:2000]})))
+        # A failing call carrying the secret in a field that breaks a rule: its error and its log line.
+        answers.append((await tools["memory_search"].execute({"query": case.text, "since": case.text})).error)
+    for scope in range(4):
+        answers.append(output_of(await tools["cache_pack"].execute({"scope": f"task:{scope}", "token_budget": 8000})))
+    answers.append(output_of(await tools["memory_list"].execute({"limit": 100})))
+    output_of(await tools["memory_store"].execute({"content": f"a plain note: {control}"}))
+    assert not leaked(json.dumps(answers, default=str))
+    rt.close()
+
+    files = _all_text(root)
+    assert control in files  # the scan reads stored text at all
+    assert not leaked(files)
+
+    out = tmp_path / "export.jsonl"
+    assert cli_main(["export", "--root", str(root), "--identity", "alice", "--out", str(out)]) == 0
+    capsys.readouterr()
+    for case in SPREAD[::5]:
+        assert cli_main(["store", case.text, "--root", str(root), "--identity", "alice", "--json"]) == 0
+    assert cli_main(["list", "--limit", "100", "--root", str(root), "--identity", "alice", "--json"]) == 0
+    printed = capsys.readouterr().out
+    assert "[REDACTED:" in printed
+    assert not leaked(out.read_text() + printed)
+    assert not leaked(" ".join(f"{r.getMessage()} {r.__dict__}" for r in caplog.records))
+
+
+@pytest.mark.reliability
+async def test_no_kind_survives_in_events(mount_tools: Callable[..., Any]) -> None:
+    tools, coordinator = await mount_tools()
+    seen: list[dict[str, Any]] = []
+
+    async def record(event: str, data: dict[str, Any]) -> Any:
+        from amplifier_core import HookResult
+
+        seen.append({"event": event, **data})
+        return HookResult(action="continue")
+
+    for event in EVENTS:
+        coordinator.hooks.register(event, record, name=f"test-{event}")
+    for n, case in enumerate(SPREAD[::2]):
+        await _store_everywhere(tools, case, n)
+        await tools["plan_lookup"].execute({"prompt": case.text[:2000]})
+    assert len({e["event"] for e in seen}) >= 3
+    assert not leaked(json.dumps(seen, default=str))
