@@ -1,10 +1,10 @@
 """``agent-memory mcp``: one identity's tools, resources and prompts as a stdio MCP server.
 
-stdout carries only the protocol (the SDK's stdio transport even points file descriptor 1 at
-stderr while it serves, so a stray write cannot corrupt it); logs and events go to stderr. Each
-tool call's event is one JSON line there (``{"event": "memory:stored", "identity": ..., "tool": ...,
-"latency_ms": ..., ...}``: the fields Amplifier's hooks receive). Nothing heavy is imported before
-the first ``tools/list`` is answered: the embedding model and the store open on the first call that
+stdout carries only the protocol (file descriptor 1 points at stderr while it serves, so a stray
+write cannot corrupt it); logs and events go to stderr. Each tool call's event is one JSON line there
+(``{"event": "memory:stored", "identity": ..., "tool": ..., "latency_ms": ..., ...}``: the fields
+Amplifier's hooks receive). The fast start (``mcp_server/fast_start.py``) answers ``initialize`` and
+``tools/list`` while the SDK is imported; the embedding model and the store open on the first call that
 needs them.
 """
 
@@ -14,13 +14,16 @@ import argparse
 import importlib.util
 import json
 import logging
+import os
 import sys
+import threading
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, cast
 
 from ..errors import AgentMemoryError
+from ..mcp_server.fast_start import Front, Wire, initialize_result
 from .settings import build_config, resolve_cli_identity
 
 if TYPE_CHECKING:
@@ -91,14 +94,51 @@ def _version() -> str:
         return ""
 
 
-async def serve(runtime: AgentMemory) -> None:
-    """Serve ``runtime`` over this process's stdin and stdout until the client closes them."""
+def claim_stdio() -> tuple[BinaryIO, BinaryIO]:
+    """The protocol's own copies of stdin and stdout; file descriptors 0 and 1 then point at the null device
+    and at stderr, so a stray print (or a child process) can neither corrupt the protocol nor eat its input.
+    Where descriptors cannot be moved, the streams themselves are used."""
+    try:
+        wire_in, wire_out = os.dup(0), os.dup(1)
+        os.dup2(2, 1)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+    except OSError:
+        return sys.stdin.buffer, sys.stdout.buffer
+    return os.fdopen(wire_in, "rb"), os.fdopen(wire_out, "wb")
+
+
+def make_front(identity: str, out: BinaryIO) -> Front:
+    """The fast start of ``identity``'s server (``mcp_server/fast_start.py``), writing the protocol to ``out``."""
+    from ..mcp_server.about import instructions, tool_listing
+    from ..tools import TOOLS
+
+    version, text = _version(), instructions(identity)
+    return Front(Wire(out), [tool_listing(spec) for spec in TOOLS],
+                 lambda negotiated: initialize_result(negotiated, version, text))
+
+
+def start_front(identity: str, source: BinaryIO, out: BinaryIO) -> tuple[Front, threading.Thread]:
+    """The fast start, answering from now on (its own thread reads ``source``) while the SDK is imported."""
+    front = make_front(identity, out)
+    reader = threading.Thread(target=front.pump, args=(source,), name="mcp-stdin", daemon=True)
+    reader.start()
+    return front, reader
+
+
+async def serve(runtime: AgentMemory, front: Front) -> None:
+    """Serve ``runtime`` with the SDK's server, which takes over from the fast start's queue."""
+    import anyio
     from mcp.server.stdio import stdio_server
 
     from ..mcp_server.server import build_server
 
     server = build_server(runtime, version=_version())
-    async with stdio_server() as (read_stream, write_stream):
+    # The SDK's own stdio transport (its parsing and its framing), over the front's queue and wire.
+    stdin, stdout = cast("IO[str]", front.sdk_input), cast("IO[str]", front.sdk_output)
+    async with stdio_server(anyio.wrap_file(stdin), anyio.wrap_file(stdout)) as (read_stream, write_stream):
+        front.hand_over()
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
@@ -108,18 +148,29 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
     if importlib.util.find_spec("mcp") is None:
         raise McpUnavailable(INSTALL_HINT)
-    from ..runtime import AgentMemory
-
     configure_logging(bool(args.verbose))
     identity = resolve_cli_identity(args.identity)
     config = build_config(args, identity.name)
+    front, reader = start_front(identity.name, *claim_stdio())
+    from ..runtime import AgentMemory
+
     # One server per client session: its own session id keeps the working cache's per-session state apart.
     runtime = AgentMemory(config, identity, session_id=f"mcp-{uuid.uuid4().hex[:12]}")
     logging.getLogger(EVENT_LOGGER).info(
         "agent-memory MCP server for identity %s (root %s)", identity.name, config.resolved_root()
     )
     try:
-        asyncio.run(serve(runtime))
+        try:
+            import anyio  # noqa: F401  (the SDK's own dependency: it fails with it)
+            import mcp.server.stdio  # noqa: F401
+
+            from ..mcp_server import server  # noqa: F401
+        except ImportError as exc:
+            front.fail(f"the MCP SDK could not be imported ({exc}); {INSTALL_HINT}")
+            logging.getLogger(EVENT_LOGGER).error("the MCP SDK could not be imported: %s", exc)
+            reader.join()
+            return 1
+        asyncio.run(serve(runtime, front))
     finally:
         runtime.close()
     return 0

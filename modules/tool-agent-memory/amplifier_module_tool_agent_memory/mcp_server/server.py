@@ -20,9 +20,9 @@ from ..errors import AgentMemoryError, InvalidInput, NotFound
 from ..runtime import AgentMemory
 from ..tools import TOOLS, TOOLS_BY_NAME, ToolAnswer, ToolSpec, call_tool
 from . import resources
+from .about import SERVER_NAME, SERVER_TITLE, instructions, tool_listing
 from .prompts import PROMPTS, PROMPTS_BY_NAME
 
-SERVER_NAME = "agent-memory"
 # Memories per resources/list page (the cursor is the page's next_before).
 RESOURCE_PAGE = 50
 _TITLE_CHARS = 80
@@ -37,9 +37,8 @@ def _dump(data: Any) -> str:
 
 
 def _tool(spec: ToolSpec) -> types.Tool:
-    return types.Tool(
-        name=spec.name, description=spec.description, input_schema=spec.input_schema, output_schema=spec.output_schema
-    )
+    # The same listing the fast start sends before the SDK is imported (fast_start.py): one source for both.
+    return types.Tool.model_validate(tool_listing(spec), by_name=False)
 
 
 def tool_result(answer: ToolAnswer) -> types.CallToolResult:
@@ -168,12 +167,8 @@ def build_server(runtime: AgentMemory, version: str = "") -> Server[Any]:
     return Server(
         SERVER_NAME,
         version=version,
-        title="Agent memory",
-        instructions=(
-            f"Long-term memory, a working-memory cache and a plan cache of identity '{identity}'. Search memory "
-            "before answering what may depend on earlier sessions; store durable facts, decisions and "
-            "preferences; look up a cached plan before planning a task (prompt 'memory-workflow' says more)."
-        ),
+        title=SERVER_TITLE,
+        instructions=instructions(identity),
         on_list_tools=list_tools,
         on_call_tool=call,
         on_list_resources=list_resources,

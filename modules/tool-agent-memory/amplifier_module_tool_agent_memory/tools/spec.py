@@ -50,13 +50,44 @@ def compact_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class Hints:
+    """How a tool acts on its identity's store: MCP's tool annotations, which clients read to decide which
+    calls need the user's approval (Amplifier has no such field and ignores them).
+
+    ``destructive`` means the call may delete or overwrite stored data; a change a named tool undoes
+    (unlink / link, merge / unmerge) is not. ``idempotent``: repeating the call with the same arguments
+    changes nothing more (a retry is safe). ``open_world`` is False for every tool: each reads and writes
+    only this identity's own store, never an outside system.
+    """
+
+    read_only: bool
+    destructive: bool = False
+    idempotent: bool = False
+    open_world: bool = False
+
+    def wire(self) -> dict[str, bool]:
+        """The MCP ``annotations`` object."""
+        return {
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+            "openWorldHint": self.open_world,
+        }
+
+
+# A tool that only reads: nothing changes, so repeating it is safe.
+READS = Hints(read_only=True, idempotent=True)
+
+
+@dataclass(frozen=True)
 class ToolSpec:
     """One tool: its name, the description the model reads, its input model, its handler and its event.
 
     ``handler`` validates nothing itself (the input model did) and runs in a worker thread: it calls a
     service and shapes the result. ``event`` is emitted after every successful call unless the handler
     names another one (:attr:`Outcome.event_name`). ``output_schema`` describes a successful answer
-    (``tools/outputs.py``; MCP sends it as the tool's ``outputSchema``).
+    (``tools/outputs.py``; MCP sends it as the tool's ``outputSchema``). ``hints`` (required: every tool
+    says how it acts) become MCP's tool annotations.
     """
 
     name: str
@@ -65,6 +96,7 @@ class ToolSpec:
     handler: Handler
     event: str
     output_schema: dict[str, Any] = field(default_factory=lambda: ANY_ANSWER)
+    hints: Hints = field(kw_only=True)
 
     @property
     def input_schema(self) -> dict[str, Any]:
