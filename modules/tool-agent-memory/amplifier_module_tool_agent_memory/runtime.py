@@ -197,6 +197,7 @@ class AgentMemory:
                 self.config.memory,
                 thread=self.session_id,
                 clock=self.clock,
+                judge=self.judge(),
             )
 
         svc: MemoryService = self.service("memory", build)

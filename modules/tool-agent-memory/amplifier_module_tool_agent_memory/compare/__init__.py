@@ -17,7 +17,7 @@ from .announce import announced_update, announces_change, says_a_change
 from .certify import Certificate, certify
 from .comparator import Comparator, CompareSettings
 from .describe import describe
-from .policy import Action, Assessment, Judge, assess
+from .policy import Action, Assessment, Judge, UpdateVerdict, assess
 from .subject import another_subject, subject_positions
 from .types import DIFFERENCE_KINDS, Comparison, Difference, Verdict
 from .wordnet import Relation, WordNet, default_wordnet
@@ -33,6 +33,7 @@ __all__ = [
     "Difference",
     "Judge",
     "Relation",
+    "UpdateVerdict",
     "Verdict",
     "WordNet",
     "announced_update",

@@ -33,6 +33,7 @@ __all__ = [
     "Action",
     "Assessment",
     "Judge",
+    "UpdateVerdict",
     "acts_as_update",
     "assess",
     "is_one_change",
@@ -52,14 +53,26 @@ class Action(StrEnum):
     NONE = "none"
 
 
+class UpdateVerdict(StrEnum):
+    """What a judge says a newer memory is to a near older one."""
+
+    UPDATE = "update"
+    SAME = "same"
+    DIFFERENT = "different"
+
+
 class Judge(Protocol):
-    """Settles a pair the comparison could not certify (``judge: provider``): True the same, False not,
-    None when it could not tell (failure, timeout): the agent is asked then."""
+    """Settles a pair the comparison could not decide (``judge: provider``); None when it could not tell
+    (failure, timeout, an unclear answer): the agent is asked then."""
 
     name: str
 
     def same(self, stored: str, asked: str, differences: Sequence[Difference]) -> bool | None:
-        """Whether ``asked`` is the same request / statement as ``stored``."""
+        """Whether ``asked`` is the same request as ``stored`` (plans)."""
+        ...
+
+    def update(self, older: str, newer: str, differences: Sequence[Difference]) -> UpdateVerdict | None:
+        """Whether the memory ``newer`` updates ``older``, says the same, or states another fact (memory)."""
         ...
 
 

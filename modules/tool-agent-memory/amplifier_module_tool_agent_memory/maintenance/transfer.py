@@ -472,9 +472,10 @@ def export_plans(service: PlanService) -> Iterator[str]:
 def memory_writer(service: MemoryService) -> Callable[[], KindWriter]:
     """The writer of memories into ``service``'s collection."""
     from ..memory.importing import MemoryImporter
-    from ..memory.service import INDEX_AFTER_UNINDEXED
+    from ..memory.service import INDEX_AFTER_UNINDEXED, MEMORIES
 
-    return lambda: MemoryImporter(service.coll, service.embedder, INDEX_AFTER_UNINDEXED)
+    every = MEMORIES.layout.segment_points
+    return lambda: MemoryImporter(service.coll, service.embedder, INDEX_AFTER_UNINDEXED, every)
 
 
 # ---------------------------------------------------------------------------------------

@@ -48,11 +48,18 @@ _Pending = tuple[
 class MemoryImporter:
     """Writes records into a memory collection in the order given, batch after batch."""
 
-    def __init__(self, coll: Collection, embedder: Embedder, index_after: int) -> None:
-        """``index_after``: build the search index at the end when this many memories are unindexed."""
+    def __init__(
+        self, coll: Collection, embedder: Embedder, index_after: int, build_every: int | None = None
+    ) -> None:
+        """``index_after``: build the search index at the end when this many memories are unindexed.
+        ``build_every``: also build it each time this many memories were written (the collection's segment
+        size: each build then indexes one new segment and maps only its pages, whatever the import's size)."""
         self.coll = coll
         self.embedder = embedder
         self.index_after = index_after
+        self.build_every = build_every
+        self._since_build = 0
+        self.index_seconds = 0.0
         self._checkpoint_every = getattr(coll, "checkpoint_every", None)
         if self._checkpoint_every is not None:
             coll.checkpoint_every = max(self._checkpoint_every, BULK_CHECKPOINT_EVERY)  # type: ignore[attr-defined]
@@ -134,8 +141,19 @@ class MemoryImporter:
             points.append((rec.id, {DENSE: pair[0], CTX: pair[1]}, payload))
         self.coll.upsert(points)
         self._unreleased += len(points)
-        if self._unreleased >= RELEASE_EVERY:
+        self._since_build += len(points)
+        if self.build_every is not None and self._since_build >= self.build_every:
+            self._build(self.build_every)
+        elif self._unreleased >= RELEASE_EVERY:
             self._release()
+
+    def _build(self, min_unindexed: int) -> None:
+        """Index what this import left unindexed (at least ``min_unindexed``), then unmap the pages it read."""
+        self._since_build = 0
+        spent = self.coll.index_if_needed(min_unindexed)
+        if spent is not None:
+            self.index_seconds += spent
+        self._release()  # the build read every vector of its segment
 
     def _release(self) -> None:
         from ..store.memtrim import release_heap, release_mapped_pages
@@ -162,9 +180,8 @@ class MemoryImporter:
             self._flush()
         finally:
             self.close()
-        indexed_s = self.coll.index_if_needed(self.index_after)
-        self._release()  # the build read every vector
+        self._build(self.index_after)
         out: dict[str, Any] = {"imported": self.written, "embedded": self.embedded}
-        if indexed_s is not None:
-            out["index_seconds"] = round(indexed_s, 1)
+        if self.index_seconds:
+            out["index_seconds"] = round(self.index_seconds, 1)
         return out

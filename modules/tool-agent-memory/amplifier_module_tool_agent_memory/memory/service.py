@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..compare import Comparator, Comparison, Verdict, announced_update, describe, says_a_change
+from ..compare import Comparator, Comparison, Judge, UpdateVerdict, Verdict, announced_update, describe, says_a_change
 from ..compare.policy import ANNOUNCED_CANDIDATES, acts_as_update, left_open, may_update
+from ..compare.reworded import reworded
 from ..compare.statement import one_statement, same_subject_new_value
 from ..config import MemorySearchConfig
 from ..embeddings.providers import Embedder, Vector
@@ -69,7 +70,8 @@ MEMORIES = CollectionSpec(
 )
 
 # Brute force over 10k unindexed memories (two vectors each) costs a few ms a search; past that
-# the HNSW index is built, checked every INDEX_CHECK_EVERY writes and after every import.
+# the HNSW index is built, checked every INDEX_CHECK_EVERY writes (the build then waits for the
+# collection to be idle: store/edge_collection.py index_soon) and after every import.
 INDEX_AFTER_UNINDEXED = 10_000
 INDEX_CHECK_EVERY = 500
 # Kinds that state the current value of something: a changed one supersedes the older.
@@ -147,6 +149,8 @@ class Judgement:
     supersede: Member | None = None
     comparison: Comparison | None = None
     possible: tuple[Possible, ...] = ()
+    judged_by: str | None = None
+    """The judge that settled it (``judge: provider``), when the comparison could not."""
 
 
 @dataclass(frozen=True)
@@ -208,8 +212,10 @@ class MemoryService:
         thread: str,
         clock: Callable[[], datetime] = utc_now,
         params: RetrievalParams | None = None,
+        judge: Judge | None = None,
     ) -> None:
         self.coll = coll
+        self.judge = judge
         self.embedder = embedder
         self.config = config
         self.thread = thread
@@ -222,7 +228,9 @@ class MemoryService:
         self._tail: tuple[int, str] | None = None
         self._tail_loaded = False
         self._tail_lock = threading.Lock()
-        self._writes_since_check = 0
+        # The first write of a service checks at once: a session that starts on a store left with many
+        # unindexed memories has their build scheduled without waiting INDEX_CHECK_EVERY writes.
+        self._writes_since_check = INDEX_CHECK_EVERY - 1
 
     def _thread_tail(self) -> tuple[int, str] | None:
         """This thread's last memory, read from the store once (a reopened session continues its thread)."""
@@ -289,15 +297,19 @@ class MemoryService:
             if kind == "note" and similarity < NOTE_MERGE_COSINE and not member.payload.get(SUPERSEDED_BY):
                 continue  # a note only merges, from NOTE_MERGE_COSINE: the comparison could change nothing
             comparison = self._compare(member, content, (stored_vec, vec) if stored_vec else None)
+            restates = not far and self._restates(comparison, member, content, kind)
             asks = kind in UPDATABLE_KINDS and may_update(comparison, str(member.payload.get("content", "")), content)
-            if not (asks or self._may_act(comparison, member, content, kind)):
+            if not (restates or asks or self._may_act(comparison, member, content, kind)):
                 continue
             newest = newest_of(self.coll, member.id, member.payload) if member.payload.get(SUPERSEDED_BY) else member
             if newest.id != member.id:
                 comparison = self._compare(newest, content, self._with_stored_vector(newest.id, vec))
+                restates = self._restates(comparison, newest, content, kind)
                 asks = kind in UPDATABLE_KINDS and may_update(
                     comparison, str(newest.payload.get("content", "")), content
                 )
+            if restates:
+                return Judgement(merge_into=newest, comparison=comparison)
             if asks:
                 possible.setdefault(newest.id, Possible(newest, comparison.similarity, content))
                 continue
@@ -309,7 +321,34 @@ class MemoryService:
                 return Judgement(merge_into=newest, comparison=comparison)
             if kind in UPDATABLE_KINDS and acts_as_update(comparison, str(newest.payload.get("content", "")), content):
                 return Judgement(supersede=newest, comparison=comparison)
-        return Judgement(possible=tuple(possible.values())[:MAX_POSSIBLE_UPDATES])
+        return self._settle(content, tuple(possible.values())[:MAX_POSSIBLE_UPDATES])
+
+    def _settle(self, content: str, possible: tuple[Possible, ...]) -> Judgement:
+        """The near memories the comparison could not decide: the agent's to settle (``possible_updates``), or,
+        with ``judge: provider``, the judge's, nearest first. UPDATE links, SAME merges (both shown and undone as
+        the comparison's), DIFFERENT drops it from the list; a failure or timeout leaves it for the agent."""
+        if self.judge is None or not possible:
+            return Judgement(possible=possible)
+        left: list[Possible] = []
+        for p in possible:
+            older = str(p.member.payload.get("content", ""))
+            verdict = self.judge.update(older, content, describe(older, content))
+            if verdict is UpdateVerdict.UPDATE:
+                return Judgement(supersede=p.member, judged_by=self.judge.name)
+            if verdict is UpdateVerdict.SAME:
+                return Judgement(merge_into=p.member, judged_by=self.judge.name)
+            if verdict is None:
+                left.append(p)
+        return Judgement(possible=tuple(left))
+
+    @staticmethod
+    def _restates(comparison: Comparison, older: Member, content: str, kind: str) -> bool:
+        """A memory of an updatable kind said again in other words: the comparison decided a restatement, or
+        the words moved without a value, polarity or name changing (``compare.reworded``: a merge is shown and
+        undone, so a rewording the word-by-word comparison misses merges too)."""
+        if kind not in UPDATABLE_KINDS or comparison.same:
+            return False
+        return reworded(str(older.payload.get("content", "")), content)
 
     @staticmethod
     def _may_act(comparison: Comparison, older: Member, content: str, kind: str) -> bool:
@@ -404,7 +443,12 @@ class MemoryService:
                     near_duplicate=True,
                     similarity=similarity,
                     redacted=report or None,
-                    merged={"id": target.id, "content": target_payload.get("content", ""), "wording": content},
+                    merged={
+                        "id": target.id,
+                        "content": target_payload.get("content", ""),
+                        "wording": content,
+                        **({"judged_by": judgement.judged_by} if judgement.judged_by else {}),
+                    },
                 )
             older: Member | None = None
             if inp.supersedes is not None:
@@ -437,12 +481,16 @@ class MemoryService:
         self._writes_since_check += 1
         if self._writes_since_check >= INDEX_CHECK_EVERY:
             self._writes_since_check = 0
-            self.coll.index_if_needed(INDEX_AFTER_UNINDEXED)
+            self.coll.index_soon(INDEX_AFTER_UNINDEXED)
         superseded = None
         if older is not None:
             superseded = _brief(older)
             if inp.supersedes is not None:
                 superseded["declared"] = True
+            elif judgement.judged_by is not None:
+                older_text = str(older.payload.get("content", ""))
+                superseded["differences"] = [d.describe() for d in describe(older_text, content)]
+                superseded["judged_by"] = judgement.judged_by
             elif judgement.comparison is not None:
                 superseded["differences"] = [d.describe() for d in judgement.comparison.differences]
         possible = () if older is not None else tuple(p.as_output() for p in judgement.possible)
@@ -753,7 +801,7 @@ class MemoryService:
 
     def import_records(self, records: Sequence[MemoryRecord], batch: int = 256) -> dict[str, Any]:
         """Write validated records in this order, embedding in batches. Idempotent on id; secrets redacted."""
-        importer = MemoryImporter(self.coll, self.embedder, INDEX_AFTER_UNINDEXED)
+        importer = MemoryImporter(self.coll, self.embedder, INDEX_AFTER_UNINDEXED, MEMORIES.layout.segment_points)
         try:
             for start in range(0, len(records), batch):
                 importer.write(records[start : start + batch])

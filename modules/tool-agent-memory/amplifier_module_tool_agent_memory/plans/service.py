@@ -63,7 +63,7 @@ PLANS = CollectionSpec(
 _PLAN_NAMESPACE = uuid.UUID("6f1d9c7e-3b8a-5c1e-9f42-0a7d5e2b8c31")
 # Qdrant Edge searches a plain segment by brute force (~1 ms per 10k plans, more under load) and runs
 # no optimizer in the background: the HNSW index is built by an explicit, blocking optimize().
-# A store that leaves this many vectors unindexed builds the index before it returns.
+# A store that leaves this many vectors unindexed has the index built once the collection is idle.
 INDEX_AFTER_UNINDEXED = 5_000
 INDEX_CHECK_EVERY = 500
 HIT_NEXT = (
@@ -285,7 +285,7 @@ class PlanService:
         if self._stores_since_check < INDEX_CHECK_EVERY:
             return
         self._stores_since_check = 0
-        self.coll.index_if_needed(INDEX_AFTER_UNINDEXED)
+        self.coll.index_soon(INDEX_AFTER_UNINDEXED)
 
     def _record(self, plan_id: str) -> dict[str, Any] | None:
         records = self.coll.retrieve([plan_id])

@@ -44,6 +44,11 @@ def vectors_of(point: Any) -> dict[str, list[float]]:
     return {str(k): [float(x) for x in v] for k, v in vectors.items() if v is not None}
 
 
+# Unindexed points past this many times a build's threshold are indexed in the call that finds them: a stream
+# of writes with no idle pause would otherwise leave every search scanning more and more points one by one.
+INDEX_IN_CALL_FACTOR = 4
+
+
 def _is_panic(exc: BaseException) -> bool:
     # pyo3 turns a Rust panic into pyo3_runtime.PanicException, a BaseException.
     return type(exc).__name__ == "PanicException"
@@ -77,6 +82,15 @@ class EdgeCollection(BaseCollection):
         policy = self.purge_policy
         self._engine_purge = DebouncedJob(
             name, self.purge_engine, policy.quiet_s, policy.max_wait_s, policy.idle_s,
+            clock=policy.clock, background=policy.background,
+        )
+        # Index builds wait for the collection to be idle like the large purges: Edge's optimize() holds the
+        # GIL for the whole build (measured: a Python thread made no progress during a 26 s build), so a
+        # build run by a background thread still stalls every call of the process while it runs. Off the
+        # calls, it lands in a pause between them instead of inside the write that crossed the threshold.
+        self._index_min = 0
+        self._index_job = DebouncedJob(
+            f"{name}-index", self._scheduled_build, policy.quiet_s, policy.max_wait_s, policy.idle_s,
             clock=policy.clock, background=policy.background,
         )
         # A shard created before the vacuum setting would only build indexes early: it is purged by repair.
@@ -139,9 +153,11 @@ class EdgeCollection(BaseCollection):
         ]
 
     def _engine_query(self, search: Search) -> list[StoredPoint]:
+        self._index_job.touch()  # a build waits for searches to pause too: it would stall them
         return [stored_point(p) for p in self.shard.query(to_query_request(search))]
 
     def _engine_scroll(self, scroll: Scroll) -> tuple[list[StoredPoint], Any]:
+        self._index_job.touch()
         records, next_offset = self.shard.scroll(to_scroll_request(scroll))
         return [stored_point(p) for p in records], next_offset
 
@@ -163,13 +179,45 @@ class EdgeCollection(BaseCollection):
             self.shard.optimize()
             self.persist()
 
+    def index_soon(self, min_unindexed: int) -> None:
+        """Build the index once the collection is idle (no write, search or scroll for the purge policy's
+        ``idle_s``) when at least ``min_unindexed`` points are unindexed; meanwhile searches scan those points
+        exactly. Past :data:`INDEX_IN_CALL_FACTOR` times that many (writes that never pause), it builds now."""
+        unindexed = self.unindexed_count()
+        if unindexed < min_unindexed:
+            return
+        if unindexed >= INDEX_IN_CALL_FACTOR * min_unindexed:
+            self.index_if_needed(min_unindexed)
+            return
+        self._index_min = min_unindexed
+        self._index_job.request(idle=True)
+
+    def _scheduled_build(self) -> None:
+        self.index_if_needed(self._index_min)
+
+    @property
+    def index_builds(self) -> int:
+        """How many scheduled index builds have run (tests and ``inspect``)."""
+        return self._index_job.runs
+
+    @property
+    def index_build_pending(self) -> bool:
+        """Whether an index build waits for the collection to be idle."""
+        return self._index_job.pending
+
+    def run_index_build_if_due(self) -> bool:
+        """Run a waiting index build now if the collection was idle long enough by the purge clock; whether it
+        ran (for a policy with ``background=False``: tests with a manual clock)."""
+        return self._index_job.run_if_due()
+
     def _build_need(self) -> int:
         # Measured: an index build of 10k memories took the segments from 43 to 86 MB.
         return 2 * allocated_bytes(self.path / "segments") if self.path is not None else 0
 
     def _after_write(self, changes: int) -> None:
-        # A purge waiting for the collection to be idle waits idle_s from this write on.
+        # A purge or index build waiting for the collection to be idle waits idle_s from this write on.
         self._engine_purge.touch()
+        self._index_job.touch()
         self._since_checkpoint += changes
         if self._since_checkpoint >= self.checkpoint_every:
             self.persist()
@@ -238,6 +286,9 @@ class EdgeCollection(BaseCollection):
     def close(self) -> None:
         """Purge what a forget left in the engine, then flush and close the shard and its journal."""
         self._engine_purge.stop()
+        # A build still waiting is dropped, not run: closing is often the end of a short command, and the next
+        # process that writes schedules it again (searches stay exact meanwhile).
+        self._index_job.stop()
         with self.lock:
             try:
                 if not (self.journal is not None and self.journal.read_only):

@@ -61,6 +61,13 @@ def create_index_operation(spec: CollectionSpec, index: IndexSpec) -> Any:
     return qe.UpdateOperation.create_field_index(index.field, index_schema(index, spec.layout.payload_indexes))
 
 
+def segment_kb(points: int | None, vectors: int, dim: int) -> int | None:
+    """Qdrant's ``max_segment_size`` (KB of float vectors in one segment) of ``points`` points, or None."""
+    if points is None:
+        return None
+    return points * vectors * dim * 4 // 1024
+
+
 def edge_config(spec: CollectionSpec, dim: int) -> qdrant_edge.EdgeConfig:
     """The config a new shard of this collection is created with."""
     import qdrant_edge as qe
@@ -90,7 +97,11 @@ def edge_config(spec: CollectionSpec, dim: int) -> qdrant_edge.EdgeConfig:
     }
     # Edge's vacuum rewrites a segment without its deleted points as soon as it holds one (see
     # EdgeCollection.purge_engine): a forgotten payload's freed pages keep its text until then.
-    optimizers = qe.EdgeOptimizersConfig(deleted_threshold=VACUUM_DELETED_SHARE, vacuum_min_vector_number=1)
+    optimizers = qe.EdgeOptimizersConfig(
+        deleted_threshold=VACUUM_DELETED_SHARE,
+        vacuum_min_vector_number=1,
+        max_segment_size=segment_kb(layout.segment_points, len(spec.vectors), dim),
+    )
     # No Edge WAL: the journal is the log (and keeps no copy of a forgotten point's text).
     return qe.EdgeConfig(vectors=vectors, payload_memory=tier(layout.payload), wal_enabled=False, optimizers=optimizers)
 

@@ -278,4 +278,7 @@ def _run(coll: BaseCollection, op: str, a: dict[str, Any]) -> Any:
         return None
     if op == "index_if_needed":
         return coll.index_if_needed(int(a["min_unindexed"]))
+    if op == "index_soon":
+        coll.index_soon(int(a["min_unindexed"]))
+        return None
     raise ValueError(f"unknown store call {op!r}")

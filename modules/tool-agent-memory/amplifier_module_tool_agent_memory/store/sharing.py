@@ -554,6 +554,10 @@ class SharedCollection:
         )
         return None if spent is None else float(spent)
 
+    def index_soon(self, min_unindexed: int) -> None:
+        """Have the owner build the index once its collection is idle."""
+        self._run("index_soon", lambda: {"min_unindexed": min_unindexed}, lambda c: c.index_soon(min_unindexed))
+
     def close(self) -> None:
         """Nothing to release: the store closes its collections."""
 
