@@ -51,7 +51,7 @@ class AgentMemoryTool:
     async def execute(self, input: dict[str, Any] | None) -> ToolResult:  # noqa: A002 - the Tool protocol's name
         """Validate, run the handler off the event loop, emit the event; every failure is a ToolResult."""
         answer = await call_tool(self.spec, self.runtime, input)
-        if answer.ok:
+        if answer.output is not None:
             return ToolResult(success=True, output=JsonOutput(answer.output))
         return ToolResult(success=False, error=answer.error)
 
