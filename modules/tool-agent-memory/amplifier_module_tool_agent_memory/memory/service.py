@@ -378,12 +378,13 @@ class MemoryService:
         tags = list(dict.fromkeys(fields["tags"]))
         files = list(dict.fromkeys(fields["files"]))
         digest = content_hash(content)
-        with self.coll.lock:
-            existing = self._find_by_hash(digest)
-            if existing is not None:
-                return StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
-            if inp.supersedes is not None:
-                self._declared(inp.supersedes, inp.kind)  # refuse a bad target before embedding anything
+        # Early answers, before embedding anything; no lock: each is one read, and both are checked again under
+        # the lock before the write (a lock here cost a store shared by several processes two round trips).
+        existing = self._find_by_hash(digest)
+        if existing is not None:
+            return StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
+        if inp.supersedes is not None:
+            self._declared(inp.supersedes, inp.kind)  # refuse a bad target before embedding anything
         with self._tail_lock:
             return self._store_new(inp, content, tags, files, digest, report)
 
