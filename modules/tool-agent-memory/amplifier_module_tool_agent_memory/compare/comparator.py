@@ -89,8 +89,6 @@ class _Side:
     """Indexes of items accounted for by the other text."""
     soft: set[int] = field(default_factory=set)
     """Of those, the ones matched only by word similarity."""
-    repeats: set[int] = field(default_factory=set)
-    """Items that repeat a word more often than the other text says it (held back, see ``_settle_repeats``)."""
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -174,8 +172,6 @@ class Comparator:
         self._match_words(side_a, rb)
         self._match_words(side_b, ra)
         opposites = self._match_soft(side_a, side_b)
-        _settle_repeats(side_a, side_b)
-        _settle_repeats(side_b, side_a)
         diffs += opposites
         diffs += self._polarity(ra, rb, side_a, side_b)
         s = self.settings
@@ -289,8 +285,7 @@ class Comparator:
         for k, item in enumerate(side.reading.items):
             seen[item.stem] += 1
             if item.kind == "word" and budget[item.stem] and seen[item.stem] > budget[item.stem]:
-                side.repeats.add(k)
-                continue
+                continue  # a word said more often than the other text says it is not accounted for by it
             if item.pos in spelled or any(
                 item.stem == u or _surface(item).startswith(u) or _abbreviation(u, _surface(item))
                 or _abbreviation(u, item.stem)
@@ -543,19 +538,6 @@ class Comparator:
         sa = len(side_a.matched) / na if na else 0.0
         sb = len(side_b.matched) / nb if nb else 0.0
         return min(sa, sb)
-
-
-def _settle_repeats(side: _Side, other: _Side) -> None:
-    """A repeated word is accounted for, unless the other text has a word left over that it may stand in for.
-
-    "Keep CloudWatch logs in the app log group" restates "...log group" with "log" twice; "the icon size of
-    the tab bar icons" does not restate "the tap target size of the tab bar icons", where "tap target" is left.
-    """
-    if not side.repeats:
-        return
-    other_left = [k for k in range(len(other.reading.items)) if k not in other.matched and k not in other.repeats]
-    if not other_left:
-        side.matched |= side.repeats
 
 
 def _by_initial(words: Iterable[str]) -> dict[str, list[str]]:
