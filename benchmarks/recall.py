@@ -238,7 +238,28 @@ class Session:
             return HookResult(action="continue")
 
         self.session.coordinator.hooks.register("memory:recalled", record, priority=1000, name="bench-record")
+        # When the turn's prompt was submitted (first of its handlers) and when the first request was let go
+        # (last of its handlers, after recall's): their difference is what the request waited for, recall's
+        # own wait and everything its worker threads took from the event loop's thread (the GIL) included.
+        self.marks: dict[str, float] = {}
+
+        async def submitted(event: str, data: dict[str, Any]) -> Any:
+            self.marks.clear()
+            self.marks["prompt"] = time.perf_counter()
+            return HookResult(action="continue")
+
+        async def requested(event: str, data: dict[str, Any]) -> Any:
+            self.marks.setdefault("request", time.perf_counter())
+            return HookResult(action="continue")
+
+        hooks = self.session.coordinator.hooks
+        hooks.register("prompt:submit", submitted, priority=-1000, name="bench-submitted")
+        hooks.register("provider:request", requested, priority=1000, name="bench-requested")
         await self.session.initialize()
+
+    def first_request_ms(self) -> float:
+        """Milliseconds from the last turn's prompt:submit to its first request leaving provider:request."""
+        return (self.marks["request"] - self.marks["prompt"]) * 1000
 
     async def ask(self, prompt: str) -> tuple[str, dict[str, Any], float]:
         """One turn; (the injected text of its request, its memory:recalled event, the turn's wall ms)."""
@@ -320,58 +341,75 @@ def longer(prompt: str, filler: list[str], words: int, rng: random.Random) -> st
 
 
 async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: dict[str, Any],
-                  per_bucket: int) -> None:
-    """Each prompt is the first turn of a new session (briefing and recall both computed); recall off, one session
-    for all prompts, is measured in the same run for the side-by-side turn time."""
+                  per_bucket: int, samples_out: Path | None = None) -> None:
+    """Each prompt is the first turn of a new session (briefing and recall both computed). In the same run, for
+    the same prompts: the first request's time with recall off (one session for all prompts), and memory_search."""
     rng = random.Random(7)
     pool = [str(q["question"]) for s in samples for q in questions(s)]
     rng.shuffle(pool)
     buckets: dict[str, list[str]] = {"<=15 words": [p for p in pool if len(p.split()) <= 15][:per_bucket]}
     for words in LENGTHS:
         buckets[f"{words} words"] = [longer(p, pool, words, rng) for p in pool[:per_bucket]]
-    print(f"{'prompt':<12}{'n':>5}{'wait p50':>10}{'wait p95':>10}{'work p50':>10}{'work p95':>10}"
-          f"{'search p50':>11}{'search p95':>11}{'turn on':>10}{'turn off':>10}")
+    print(f"{'prompt':<12}{'n':>5}{'added p50':>10}{'p95':>7}{'wait p50':>10}{'p95':>7}{'work p50':>10}{'p95':>7}"
+          f"{'brief p50':>10}{'p95':>7}{'embed p50':>10}{'p95':>7}{'off p50':>9}{'p95':>7}{'search p50':>11}{'p95':>7}")
     # The store stays open in the process between the sessions (as it is during one session): a session's
     # first request then pays the briefing and the recall, not the store's opening.
     from amplifier_module_tool_agent_memory.config import parse_config
     from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
     from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
-    holder = AgentMemory(parse_config({"storage_root": str(root)}), ResolvedIdentity(ident, "config"))
+    holder = AgentMemory(parse_config({"storage_root": str(root), "embeddings": {"query_cache_size": 0}}),
+                         ResolvedIdentity(ident, "config"))
     print(f"({holder.memory().coll.count()} memories in the store)")
     # A long timeout: under load the work is measured, not cut at recall.timeout_ms.
     on_config = {"recall": {"gate": gate, "timeout_ms": 30_000}, "embeddings": {"query_cache_size": 0}}
+    raw: dict[str, dict[str, list[float]]] = {}
     for label, prompts in buckets.items():
-        waits, works, searches, on_walls, off_walls = [], [], [], [], []
-        # Recall on: each prompt is the first turn of a new session, so its first request gets the briefing
-        # and the recall (the most a request waits).
+        waits, works, briefs, searches, embeds, on_first, off_first = [], [], [], [], [], [], []
+        off = Session(root, ident, {"recall": {"enabled": False}, "embeddings": {"query_cache_size": 0}})
+        await off.start()
         for prompt in prompts:
+            # Recall on: each prompt is the first turn of a new session, so its first request gets the briefing
+            # and the recall (the most a request waits).
             session = Session(root, ident, on_config)
             await session.start()
-            _, event, wall = await session.ask(prompt)
-            on_walls.append(wall)
+            _, event, _ = await session.ask(prompt)
+            on_first.append(session.first_request_ms())
             if event:
                 waits.append(float(event.get("waited_ms", 0.0)))
                 works.append(float(event.get("recall_ms", 0.0)))
+                briefs.append(float(event.get("briefing_ms", 0.0)))
             search = session.session.coordinator.get("tools")["memory_search"]
             started = time.perf_counter()
             await search.execute({"query": prompt})
             searches.append((time.perf_counter() - started) * 1000)
             await session.close()
-        session = Session(root, ident, {"recall": {"enabled": False}, "embeddings": {"query_cache_size": 0}})
-        await session.start()
-        for prompt in prompts:
-            off_walls.append((await session.ask(prompt))[2])
-        await session.close()
-        w50, w95 = p50_p95(waits)
-        k50, k95 = p50_p95(works)
-        s50, s95 = p50_p95(searches)
-        print(f"{label:<12}{len(prompts):>5}{w50:>10.1f}{w95:>10.1f}{k50:>10.1f}{k95:>10.1f}{s50:>11.1f}{s95:>11.1f}"
-              f"{statistics.median(on_walls):>10.1f}{statistics.median(off_walls):>10.1f}")
+            # The floor: the local model's query embedding of the prompt alone, what recall's work starts with.
+            started = time.perf_counter()
+            holder.embedder().embed_query(prompt)
+            embeds.append((time.perf_counter() - started) * 1000)
+            # Recall off, the same prompt right after (one session for all: nothing of recall's is computed).
+            await off.ask(prompt)
+            off_first.append(off.first_request_ms())
+        await off.close()
+        baseline = statistics.median(off_first)
+        added = [max(0.0, t - baseline) for t in on_first]
+        figures = [p50_p95(v) for v in (added, waits, works, briefs, embeds, off_first, searches)]
+        raw[label] = {"on_first": on_first, "off_first": off_first, "wait": waits, "work": works, "brief": briefs,
+                      "search": searches, "embed": embeds}
+        widths = (10, 10, 10, 10, 10, 9, 11)
+        print(f"{label:<12}{len(prompts):>5}"
+              + "".join(f"{a:>{w}.1f}{b:>7.1f}" for w, (a, b) in zip(widths, figures, strict=True)))
     holder.close()
-    print("(ms. wait: what the first request of a turn waited for recall (briefing and recall on a session's first "
-          "turn); work: the recall's own time; search: memory_search through the tool for the same prompt, same "
-          "run; turn on/off: a whole turn's median with recall on and off)")
+    if samples_out is not None:
+        # Every sample, to pool runs made side by side with another tree.
+        await asyncio.to_thread(samples_out.write_text, json.dumps(raw))
+    print("(ms. added: how much later the first request of a turn left provider:request than with recall off "
+          "(from prompt:submit; minus the off median), the target's figure; wait: what recall's handler waited; "
+          "work: the recall's own time in its worker; brief: the briefing's, in a second worker at the same time; "
+          "embed: the query embedding of the prompt alone (the floor); "
+          "off: prompt:submit to the first request with recall off; search: memory_search through the tool for the "
+          "same prompt, same run)")
 
 
 async def fill_store(samples: list[dict[str, Any]], root: Path, ident: str, count: int) -> None:
@@ -447,13 +485,15 @@ async def main_async(args: argparse.Namespace) -> int:
 
     if args.latency or args.latency_only:
         all_samples = [s for half in halves.values() for s in half]
-        print(f"\nLatency at {len(ids[TUNE[0]])} memories ({TUNE[0]}), query cache off:")
-        await latency(all_samples, workdir, identity(samples[TUNE[0]]), gate, args.per_bucket)
+        if not args.fill_only:
+            print(f"\nLatency at {len(ids[TUNE[0]])} memories ({TUNE[0]}), query cache off:")
+            await latency(all_samples, workdir, identity(samples[TUNE[0]]), gate, args.per_bucket)
         if args.latency_fill:
             ident = f"recall-fill-{args.latency_fill}"
             await fill_store(all_samples, workdir, ident, args.latency_fill)
             print(f"\nLatency at {args.latency_fill} memories, query cache off:")
-            await latency(all_samples, workdir, ident, gate, args.per_bucket)
+            out = Path(args.samples_json) if args.samples_json else None
+            await latency(all_samples, workdir, ident, gate, args.per_bucket, out)
     print(f"\ntotal {time.perf_counter() - started:.0f} s; timings on a shared 2-core machine are noisy: "
           "compare the on/off columns of one run")
     return 0
@@ -467,6 +507,8 @@ def main() -> int:
     parser.add_argument("--latency", action="store_true", help="measure the latency the hook adds")
     parser.add_argument("--latency-only", action="store_true", help="only the latency (no evidence figures)")
     parser.add_argument("--latency-fill", type=int, default=10_000, help="memories of the latency store (0: none)")
+    parser.add_argument("--fill-only", action="store_true", help="latency on the filled store only")
+    parser.add_argument("--samples-json", help="write the filled store's latency samples here (JSON)")
     parser.add_argument("--per-bucket", type=int, default=60, help="prompts per length bucket")
     return asyncio.run(main_async(parser.parse_args()))
 

@@ -136,7 +136,7 @@ async def test_a_failing_store_leaves_the_request_untouched(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise OSError("the store's files are gone")
 
-    monkeypatch.setattr("amplifier_module_tool_agent_memory.memory.recall.hybrid_search", broken)
+    monkeypatch.setattr("amplifier_module_tool_agent_memory.store.contract.BaseCollection.query", broken)
     await stack.turn(RELEVANT, say("I do not know."))
     [request] = stack.provider.requests
     assert _injected(request) == [] and [m.role for m in request.messages] == ["user"]

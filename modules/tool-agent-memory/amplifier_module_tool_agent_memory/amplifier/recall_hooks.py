@@ -4,13 +4,15 @@ The orchestrators (loop-basic, loop-streaming) emit ``prompt:submit {prompt}`` o
 ``provider:request {provider, iteration}`` before every provider call; a ``provider:request`` handler's
 ephemeral ``inject_context`` is appended to that one request only. So:
 
-* on ``prompt:submit`` the turn's recall starts in a worker thread (it overlaps the orchestrator's own
-  work before the first request);
+* on ``prompt:submit`` the turn's recall starts at once in a worker thread (``run_in_executor`` submits it
+  before the handler returns; ``asyncio.to_thread`` would start only when the loop next turns). The briefing
+  does not depend on the prompt: on the session's first turn it is read in a second worker at the same time,
+  so the first request waits for the slower of the two, not for their sum;
 * on every ``provider:request`` of the turn the handler waits for it at most ``recall.timeout_ms`` and
   returns the block again (an ephemeral injection lasts one request). A recall still running when the
   time is up injects nothing into that request; a later request of the turn uses it once it is done;
-* the briefing (standing preferences and decisions) joins the first request whose recall is ready, once
-  a session;
+* the briefing (standing preferences and decisions) joins the first request where it is ready, once a
+  session;
 * the injection never exceeds the session's ``injection_size_limit`` (an injection over it fails the
   whole turn): whole lines are dropped until it fits;
 * a failing store, a timeout or any error injects nothing and is reported in ``memory:recalled``
@@ -50,36 +52,37 @@ class TurnWork:
 
     recall_block: str = ""
     recall_ids: list[str] = field(default_factory=list)
-    briefing_block: str = ""
-    briefing_ids: list[str] = field(default_factory=list)
     reason: str = "recalled"
     signals: dict[str, Any] | None = None
-    with_briefing: bool = False
     ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class Briefing:
+    """The session's briefing block (empty when there is nothing to brief) and the ids it shows."""
+
+    block: str
+    ids: list[str]
+    ms: float
 
 
 @dataclass
 class SessionRecall:
-    """Per session: the turn's running recall and whether the briefing was given."""
+    """Per session: the turn's running recall, the briefing being read, and whether it was given."""
 
-    task: asyncio.Task[TurnWork] | None = None
-    started: float = 0.0
+    task: asyncio.Future[TurnWork] | None = None
+    briefing: asyncio.Future[Briefing] | None = None
     briefed: bool = False
 
 
-def compute(runtime: AgentMemory, prompt: str, with_briefing: bool) -> TurnWork:
-    """Recall for ``prompt`` (and the briefing): the blocks to inject. Runs in a worker thread; may raise."""
+def compute(runtime: AgentMemory, prompt: str) -> TurnWork:
+    """Recall for ``prompt``: the block to inject. Runs in a worker thread; may raise."""
     from ..memory.recall import HOW_TO_MORE, Recaller, render_block
 
     started = time.perf_counter()
     config = runtime.config.recall
-    recaller = Recaller(runtime.memory(), config)
-    work = TurnWork(with_briefing=with_briefing)
-    if with_briefing and config.briefing_tokens > 0:
-        work.briefing_block, work.briefing_ids = render_block(
-            BRIEFING_TAG, BRIEFING_INTRO.format(more=HOW_TO_MORE), recaller.briefing(), config.briefing_tokens
-        )
-    recalled = recaller.recall(prompt)
+    work = TurnWork()
+    recalled = Recaller(runtime.memory(), config).recall(prompt)
     work.reason = recalled.reason
     work.signals = recalled.signals.as_dict() if recalled.signals else None
     if recalled.memories:
@@ -90,6 +93,19 @@ def compute(runtime: AgentMemory, prompt: str, with_briefing: bool) -> TurnWork:
             work.reason = "over_budget"
     work.ms = (time.perf_counter() - started) * 1000
     return work
+
+
+def compute_briefing(runtime: AgentMemory) -> Briefing:
+    """The briefing block (standing preferences and decisions). Runs in a worker thread; may raise."""
+    from ..memory.recall import HOW_TO_MORE, Recaller, render_block
+
+    started = time.perf_counter()
+    config = runtime.config.recall
+    block, ids = render_block(
+        BRIEFING_TAG, BRIEFING_INTRO.format(more=HOW_TO_MORE), Recaller(runtime.memory(), config).briefing(),
+        config.briefing_tokens,
+    )
+    return Briefing(block, ids, (time.perf_counter() - started) * 1000)
 
 
 def fit(parts: list[str], limit: int | None) -> str:
@@ -146,11 +162,10 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
                 state.task.cancel()  # a thread already running finishes; its result is dropped
             state.task = None
             if prompt.strip() and runtime.is_ready():
-                with_briefing = mode == "full" and not state.briefed
-                state.started = time.perf_counter()
-                state.task = asyncio.get_running_loop().create_task(
-                    asyncio.to_thread(compute, runtime, prompt, with_briefing)
-                )
+                loop = asyncio.get_running_loop()
+                state.task = loop.run_in_executor(None, compute, runtime, prompt)
+                if mode == "full" and not state.briefed and state.briefing is None and config.briefing_tokens > 0:
+                    state.briefing = loop.run_in_executor(None, compute_briefing, runtime)
         except Exception:
             logger.exception("starting recall failed")
         return HookResult(action="continue")
@@ -176,34 +191,46 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
         task = state.task
         if task is None:
             return "", {**base, "reason": "no_prompt" if runtime.is_ready() else "not_ready"}
+        waiting = {f for f in (task, None if state.briefed else state.briefing) if f is not None and not f.done()}
+        if waiting:
+            await asyncio.wait(waiting, timeout=timeout_s)
+        briefing = _take_briefing()
         if not task.done():
-            await asyncio.wait({task}, timeout=timeout_s)
-        if not task.done():
-            return "", {**base, "reason": "timeout"}
-        if task.cancelled():
-            return "", {**base, "reason": "cancelled"}
-        error = task.exception()
-        if error is not None:
+            work, reason = TurnWork(), "timeout"
+        elif task.cancelled():
+            work, reason = TurnWork(), "cancelled"
+        elif (error := task.exception()) is not None:
             logger.warning("recall failed: %s", error, extra={"identity": runtime.identity_name})
-            return "", {**base, "reason": "error", "error": type(error).__name__}
-        work = task.result()
-        briefing = work.briefing_block if not state.briefed else ""
-        text = fit([briefing, work.recall_block], _size_limit(runtime.coordinator))
+            base["error"] = type(error).__name__
+            work, reason = TurnWork(), "error"
+        else:
+            work = task.result()
+            reason = work.reason
+        text = fit([briefing.block if briefing else "", work.recall_block], _size_limit(runtime.coordinator))
         recall_ids = _shown_ids(text, work.recall_ids)
-        briefing_ids = _shown_ids(text, work.briefing_ids) if briefing else []
-        if work.with_briefing:
-            state.briefed = True  # given (or found empty) on the first request whose recall was ready
-        reason = "size_limit" if work.recall_ids and not recall_ids else work.reason
-        payload = {
-            **base,
-            "ids": recall_ids,
-            "briefing_ids": briefing_ids,
-            "tokens": _tokens(text),
-            "reason": reason,
-            "recall_ms": round(work.ms, 2),
-            "signals": work.signals,
-        }
+        briefing_ids = _shown_ids(text, briefing.ids) if briefing else []
+        if work.recall_ids and not recall_ids:
+            reason = "size_limit"
+        payload = {**base, "ids": recall_ids, "briefing_ids": briefing_ids, "tokens": _tokens(text), "reason": reason}
+        if task.done() and reason not in ("cancelled", "error"):
+            payload.update(recall_ms=round(work.ms, 2), signals=work.signals)
+        if briefing is not None:
+            payload["briefing_ms"] = round(briefing.ms, 2)
         return text, payload
+
+    def _take_briefing() -> Briefing | None:
+        """The briefing when it is ready and not given yet (then it counts as given, even when empty)."""
+        future = state.briefing
+        if state.briefed or future is None or not future.done():
+            return None
+        state.briefed = True
+        if future.cancelled():
+            return None
+        error = future.exception()
+        if error is not None:
+            logger.warning("briefing failed: %s", error, extra={"identity": runtime.identity_name})
+            return None
+        return future.result()
 
     unregisters = [
         coordinator.hooks.register(PROMPT_SUBMIT, on_prompt, priority=PRIORITY,
@@ -213,8 +240,9 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
     ]
 
     def unregister() -> None:
-        if state.task is not None and not state.task.done():
-            state.task.cancel()
+        for future in (state.task, state.briefing):
+            if future is not None and not future.done():
+                future.cancel()
         for fn in unregisters:
             if callable(fn):
                 fn()

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..compare.extract import stem
@@ -36,13 +36,14 @@ from ..store.contract import DENSE
 from ..store.query import AnyOf, IsEmpty, Order, Scroll, all_of
 from ..tokens import chars_for, count_tokens
 from .chains import SUPERSEDED_BY, current_first
-from .ranking import Hit, hybrid_search
+from .ranking import CTX_TEXT, Hit, build_request, rerank
 
 if TYPE_CHECKING:
     from .service import MemoryService
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'\u2019-]*|\d+")
 _SENTENCE_END = frozenset(".!?:;\n")
+_POSSESSIVE = re.compile(r"['\u2019]s\b")
 # Question and request words that carry no topic (beyond the function words the comparison knows).
 _FRAMING_WORDS = (
     "tell say says said know knows think thinks remember recall remind ask asked like likes would kind sort "
@@ -52,6 +53,8 @@ _FRAMING = frozenset(_FRAMING_WORDS.split())
 BRIEFING_KINDS = ("preference", "decision")
 # Fused candidates read for the gate and the block (the block keeps at most ``max_memories`` of them).
 CANDIDATES = 10
+# What the ranking (neighbour propagation, recency and importance boost) and the chains read of a candidate.
+RANK_FIELDS = ("thread", "seq", "created_at", "updated_at", "importance", SUPERSEDED_BY)
 # Most tokens of one memory's line (id, kind, date and about 180 characters of text): a longer memory is cut,
 # so one long memory cannot fill the block. On the tuning half of LoCoMo dev, at a 400-token budget, lines of
 # at most 60 tokens cited an evidence memory for 0.69 of questions, at most 200 tokens for 0.64.
@@ -122,7 +125,16 @@ def content_words(prompt: str) -> list[str]:
 
 
 def _stems(text: str) -> set[str]:
-    return {stem(m.group().lower()) for m in _WORD.finditer(re.sub(r"['\u2019]s\b", "", text))}
+    # Each distinct word is stemmed once: a candidate's text repeats most of its words.
+    return {stem(word) for word in set(_WORD.findall(_POSSESSIVE.sub("", text).lower()))}
+
+
+def _with_remark(payload: dict[str, Any]) -> str:
+    """A memory with the remark stored before it: its ctx_text (that remark, the memory and wordings merged into
+    it: ranking.py), the content only added when ctx_text lacks it, so no text is stemmed twice."""
+    content = str(payload.get("content", ""))
+    ctx = str(payload.get(CTX_TEXT) or "")
+    return ctx if content in ctx else f"{ctx}\n{content}"
 
 
 def coverage(words: Sequence[str], text: str) -> float:
@@ -190,16 +202,21 @@ class Recaller:
 
     def candidates(self, prompt: str) -> tuple[list[Hit], list[tuple[float, float]], int]:
         """The fused candidates for ``prompt`` (chains resolved: newest first, superseded marked), each one's
-        (coverage, cosine), and the prompt's number of content words."""
+        (coverage, cosine), and the prompt's number of content words.
+
+        One fused query ranks as memory_search does, reading of its 50 candidates only the fields the ranking
+        needs; one read of the best 10 then brings their whole (checksummed) payloads and their vectors, for the
+        cosines. Reading and checking the 50 whole payloads cost more than the query itself.
+        """
         words = content_words(prompt)
         if not words:
             return [], [], 0
         svc = self.memory
         vec = svc.embedder.embed_query(prompt)
-        hits = hybrid_search(svc.coll, prompt, vec, CANDIDATES, None, svc.clock(), svc.params)
-        hits = current_first(svc.coll, hits, True)[:CANDIDATES]
-        cosines = self._cosines(vec, hits) if hits else {}
-        texts = [f"{h.payload.get('ctx_text', '')}\n{h.payload.get('content', '')}" for h in hits]
+        request = replace(build_request(prompt, vec, None, svc.params), with_payload=RANK_FIELDS)
+        ranked = current_first(svc.coll, rerank(svc.coll.query(request), CANDIDATES, svc.clock(), svc.params), True)
+        hits, cosines = self._read(vec, ranked[:CANDIDATES])
+        texts = [_with_remark(h.payload) for h in hits]
         matches = [(coverage(words, text), cosines.get(h.id, 0.0)) for h, text in zip(hits, texts, strict=True)]
         return hits, matches, len(words)
 
@@ -213,17 +230,29 @@ class Recaller:
                 best = Signals(words, cov + weight * cos, cov, cos)
         return hits, best
 
-    def _cosines(self, vec: Sequence[float], hits: Sequence[Hit]) -> dict[str, float]:
-        """Dense cosine of the prompt and each hit (the stored vectors are normalised)."""
+    def _read(self, vec: Sequence[float], ranked: Sequence[Hit]) -> tuple[list[Hit], dict[str, float]]:
+        """``ranked`` with their whole payloads (one gone meanwhile is left out), and the dense cosine of the prompt
+        and each (the stored vectors are normalised)."""
         import numpy as np
 
-        query = np.asarray(vec, dtype=np.float32)
-        found: dict[str, float] = {}
-        for record in self.memory.coll.retrieve([h.id for h in hits], with_vector=True):
-            vector = record.vector.get(DENSE) if isinstance(record.vector, dict) else None
-            if vector:
-                found[str(record.id)] = float(np.asarray(vector, dtype=np.float32) @ query)
-        return found
+        if not ranked:
+            return [], {}
+        records = {str(r.id): r for r in self.memory.coll.retrieve([h.id for h in ranked], with_vector=True)}
+        hits: list[Hit] = []
+        vectors: list[Any] = []
+        for hit in ranked:
+            record = records.get(hit.id)
+            if record is None:
+                continue
+            hits.append(Hit(hit.id, hit.score, dict(record.payload or {})))
+            vectors.append(record.vector.get(DENSE) if isinstance(record.vector, dict) else None)
+        with_vector = [(h.id, v) for h, v in zip(hits, vectors, strict=True) if v]
+        if not with_vector:
+            return hits, {}
+        # One matrix product: converting the vectors one by one costs more than the product.
+        scores = np.asarray([v for _, v in with_vector], dtype=np.float32) @ np.asarray(vec, dtype=np.float32)
+        cosines = {hit_id: float(score) for (hit_id, _), score in zip(with_vector, scores, strict=True)}
+        return hits, cosines
 
     def recall(self, prompt: str) -> Recalled:
         """The memories to show for ``prompt`` (at most ``max_memories``), or why there are none."""
