@@ -33,6 +33,7 @@ from amplifier_module_tool_agent_memory.config import parse_config
 from amplifier_module_tool_agent_memory.errors import AgentMemoryError
 from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
 from amplifier_module_tool_agent_memory.memory.models import MemorySearchInput, MemoryStoreInput
+from amplifier_module_tool_agent_memory.memory.service import MEMORIES
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
 rt = AgentMemory(parse_config({"storage_root": sys.argv[1]}), ResolvedIdentity("alice", "config"),
@@ -58,6 +59,12 @@ for line in sys.stdin:
         elif op == "index":
             svc.coll.optimize()
             out = {}
+        elif op == "index_soon":
+            svc.coll.index_soon(cmd["min"])
+            out = {}
+        elif op == "index_pending":
+            local = rt.store().local_store
+            out = {"pending": local is not None and local.collection(MEMORIES).index_build_pending}
         elif op == "hold":
             # Holds the collection lock as a long index build or engine purge does. A client takes it at the owner
             # with its first call under it: the count.
@@ -241,6 +248,21 @@ def test_a_long_lock_holder_an_index_build_or_a_purge_makes_the_others_wait_not_
     assert builder.ask("search", query="Kubernetes regions")["contents"][0] == FACTS[3]
     assert owner._reply() == {"forgotten": ids[0]}
     assert builder.ask("get", ids=[ids[0], stored])["found"] == [stored]
+
+
+def test_a_build_a_client_makes_due_is_scheduled_in_the_owner_and_the_client_does_not_wait(
+    processes: Callable[[str], Proc],
+) -> None:
+    owner, client = processes("session-a"), processes("session-b")
+    assert owner.hello["owner"] and not client.hello["owner"]
+    for fact in FACTS[:3]:
+        client.ask("store", content=fact)
+    assert owner.ask("index_pending") == {"pending": False}
+    # Three unindexed memories and a threshold of 2: the owner schedules the build for its next idle time
+    # (30 s), and the client's call is answered at once instead of waiting for a build.
+    assert client.ask("index_soon", min=2) == {}
+    assert owner.ask("index_pending") == {"pending": True}
+    assert client.ask("search", query="nightly snapshot restore")["contents"][0] == FACTS[0]
 
 
 def test_cache_scopes_stay_with_their_sessions_and_a_shared_scope_stays_whole(processes: Callable[[str], Proc]) -> None:
