@@ -144,11 +144,11 @@ class Front:
                 self.sdk_input.put(line)
                 return
             reply, forward = self._take(line)
-            if forward is not None:
-                if self._sdk == "failed":
-                    reply = self._refusal(forward)
-                else:
-                    self._queued.append(forward)
+            if forward is not None and self._sdk == "failed":
+                # Only what the front does not answer itself is refused (an initialize it answers is not).
+                reply = reply or self._refusal(forward)
+            elif forward is not None:
+                self._queued.append(forward)
             if reply is not None:
                 self._answered += 1
                 # Written under the lock: a hand-over cannot slip an SDK answer between the decision and the line.
