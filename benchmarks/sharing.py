@@ -11,6 +11,8 @@
 - ``kill``: the same three, then the owner of the store is SIGKILLed, later one of the others;
   every write acknowledged before (by the killed ones too) must be there at the end; prints the
   errors and the longest call while the store changed owners.
+- ``calls``: the requests a client sends the owner per tool call (``memory_store``, ``memory_search``,
+  ``cache_write``, ``plan_lookup``; a batch is one request), counted by wrapping ``store.wire.send``.
 - ``wire``: what the socket adds to the store's own calls at ``--size`` memories: a hybrid search
   request and a retrieve, timed in the owner, then from a client through it (no embedding).
 - ``latency``: at ``--size`` (10k) memories, per-call latency of ``memory_store`` and
@@ -18,7 +20,13 @@
   identities (the same CPU load, nothing shared), three sharing one identity (this design: one
   owner serving the others), and three handing the store over through its lock for every call
   (design (a): open the store, replay, call, close). Rounds alternate the variants, so machine
-  load falls on all alike; compare within one run.
+  load falls on all alike; compare within one run. Prints each variant's p50/p95, the requests a client
+  sent per call, and the shared variant's p95 gaps over "alone" (the target: at most +30 ms) and over
+  "separate" (what sharing itself costs, the CPU of three processes aside).
+
+``--baseline-src DIR`` (another tree of this repository, e.g. ``git archive main | tar -x -C DIR``) runs the
+``calls`` phase and the alone and shared variants of ``latency`` with that tree's module too, in the same
+run, alternating: before/after figures side by side.
 
 Each worker is a subprocess of this script (``--worker``); it logs every acknowledged write and
 every call as a JSON line, appended and unbuffered, so a SIGKILLed worker's acknowledged writes
@@ -49,6 +57,7 @@ from _common import p50_p95, print_table
 IDENTITY = "shared"
 TICK_S = 0.3
 FILL_BASE = 1_000_000  # texts of the writes during the run: the generator's memories from here on
+CALL_ROUNDS = 12  # calls of each tool counted by the ``calls`` phase
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,6 +191,93 @@ def _wire_worker(opts: argparse.Namespace) -> None:
     rt.close()
 
 
+def _count_frames() -> list[list[str]]:
+    """Count, in this process, the requests it sends to the store's owner: one list of call names per frame
+    (a batch names each call it carries). Wraps ``store.wire.send``, which every tree of this module sends
+    through, so the baseline tree (``--baseline-src``) is counted the same way."""
+    from amplifier_module_tool_agent_memory.store import wire
+
+    frames: list[list[str]] = []
+    send = wire.send
+
+    def counting(sock: Any, message: Any) -> None:
+        if isinstance(message, dict) and "op" in message:
+            calls = (message.get("a") or {}).get("calls") if message["op"] == "batch" else None
+            frames.append([str(c.get("op")) for c in calls] if calls else [str(message["op"])])
+        send(sock, message)
+
+    wire.send = counting  # type: ignore[assignment]
+    return frames
+
+
+PLAN_PROMPTS = [
+    "rotate the API keys of the staging environment",
+    "add a column to the invoices table and backfill it",
+    "bump the python version of the CI image",
+]
+
+
+async def _calls_worker(opts: argparse.Namespace) -> None:
+    """A client of an owner that already runs: each tool called ``CALL_ROUNDS`` times, the frames it sent counted."""
+    from speed import memory, queries
+
+    from amplifier_module_tool_agent_memory.config import parse_config
+    from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
+    from amplifier_module_tool_agent_memory.runtime import AgentMemory
+    from amplifier_module_tool_agent_memory.tools.call import call_tool
+    from amplifier_module_tool_agent_memory.tools.table import TOOLS_BY_NAME
+
+    log = Log(opts.logs / f"{opts.name}.log")
+    rt = AgentMemory(parse_config({"storage_root": str(opts.root)}), ResolvedIdentity(opts.identity, "config"),
+                     session_id=opts.name)
+    frames = _count_frames()
+
+    async def call(name: str, args: dict[str, Any]) -> list[list[str]]:
+        start = len(frames)
+        answer = await call_tool(TOOLS_BY_NAME[name], rt, args)
+        if not answer.ok:
+            raise SystemExit(f"{name} failed: {answer.error}")
+        return frames[start:]
+
+    texts = queries(CALL_ROUNDS + 1)
+    # Warm up: the first calls open the collections on the owner and read the session's thread tail once.
+    await call("memory_search", {"query": "warm up"})
+    await call("memory_store", {"content": f"{opts.name} warmed up", "kind": "note"})
+    await call("cache_write", {"content": "warm up", "kind": "fact", "scope": "task:bench"})
+    for prompt in PLAN_PROMPTS:
+        await call("plan_store", {"prompt": prompt, "actions": [{"tool": "bash", "args": {"command": prompt}}]})
+    await call("plan_lookup", {"prompt": "warm up"})
+    log.put(t="ready", at=time.time(), pid=os.getpid(), owner=bool(getattr(rt.store(), "is_owner", True)))
+    for k in range(CALL_ROUNDS):
+        made = {
+            "memory_store": await call("memory_store", {"content": memory(FILL_BASE + k)["content"], "kind": "fact"}),
+            "memory_search": await call("memory_search", {"query": texts[k]}),
+            "cache_write": await call("cache_write", {"content": memory(FILL_BASE + 500 + k)["content"],
+                                                      "kind": "fact", "scope": "task:bench"}),
+            # A hit (the same request: a use is counted) and a miss, alternating.
+            "plan_lookup": await call("plan_lookup", {"prompt": PLAN_PROMPTS[k % 3] if k % 2 == 0 else texts[k]}),
+        }
+        for tool, sent in made.items():
+            log.put(t="calls", tool=tool, frames=sent)
+    log.put(t="done", at=time.time())
+    rt.close()
+
+
+def _hold_worker(opts: argparse.Namespace) -> None:
+    """Owns the store and serves the other processes for ``--seconds`` (the ``calls`` phase's owner)."""
+    from amplifier_module_tool_agent_memory.config import parse_config
+    from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
+    from amplifier_module_tool_agent_memory.runtime import AgentMemory
+
+    log = Log(opts.logs / f"{opts.name}.log")
+    rt = AgentMemory(parse_config({"storage_root": str(opts.root)}), ResolvedIdentity(opts.identity, "config"),
+                     session_id=opts.name)
+    log.put(t="ready", at=time.time(), pid=os.getpid(), owner=bool(getattr(rt.store(), "is_owner", True)))
+    log.put(t="done", at=time.time())
+    time.sleep(opts.seconds)
+    rt.close()
+
+
 async def _worker(opts: argparse.Namespace) -> None:
     from speed import memory, queries
 
@@ -210,6 +306,15 @@ async def _worker(opts: argparse.Namespace) -> None:
         return
     face = _handover_face if opts.face == "handover" else _tools_face
     call, cleanup = await face(opts.root, opts.identity)
+    if opts.face == "tools":
+        frames = _count_frames()
+        counted = call
+
+        async def call(name: str, args: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+            start = len(frames)
+            ok, body = await counted(name, args)
+            opts.frames_of_last_call = len(frames) - start
+            return ok, body
     try:
         await _load(opts, call, log, peers, memory, texts)
     finally:
@@ -244,13 +349,17 @@ async def _run_load(opts: argparse.Namespace, call: Any, log: Log, memory: Any, 
         ok, body = await call("memory_store", {"content": content, "kind": "fact"})
         ms = (time.perf_counter() - started) * 1000
         if ok:
-            log.put(t="store", id=body["id"], created=bool(body.get("created", True)), ack=time.time(), ms=ms)
+            log.put(t="store", id=body["id"], created=bool(body.get("created", True)), ack=time.time(), ms=ms,
+                    frames=getattr(opts, "frames_of_last_call", None))
         else:
             log.put(t="error", op="memory_store", ms=ms, message=str(body)[:300])
         started = time.perf_counter()
         ok, body = await call("memory_search", {"query": texts[k % len(texts)]})
         ms = (time.perf_counter() - started) * 1000
-        log.put(t="search", ms=ms) if ok else log.put(t="error", op="memory_search", ms=ms, message=str(body)[:300])
+        if ok:
+            log.put(t="search", ms=ms, frames=getattr(opts, "frames_of_last_call", None))
+        else:
+            log.put(t="error", op="memory_search", ms=ms, message=str(body)[:300])
         k += 1
         await asyncio.sleep(max(0.0, TICK_S - (time.monotonic() - tick)))
     log.put(t="done", at=time.time())
@@ -283,12 +392,22 @@ async def _watch(call: Any, log: Log, peers: Peers, stop: asyncio.Event) -> None
 
 
 def _spawn(root: Path, logs: Path, name: str, face: str, seconds: float, offset: int, identity: str = IDENTITY,
-           check: bool = True) -> subprocess.Popen[bytes]:
+           check: bool = True, src: Path | None = None) -> subprocess.Popen[bytes]:
+    """A worker process; with ``src`` (a source tree of this repository) it imports the module from there."""
     args = [sys.executable, __file__, "--worker", "--root", str(root), "--logs", str(logs), "--name", name,
             "--face", face, "--seconds", str(seconds), "--offset", str(offset), "--identity", identity]
     if check:
         args.append("--check")
-    return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(logs / f"{name}.err", "w"))
+    env = dict(os.environ)
+    if src is not None:
+        # Ahead of the installed (editable) package: the baseline tree's module is the one imported.
+        env["PYTHONPATH"] = os.pathsep.join([str(src / "modules" / "tool-agent-memory"), env.get("PYTHONPATH", "")])
+    return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(logs / f"{name}.err", "w"), env=env)
+
+
+def _trees(opts: argparse.Namespace) -> list[tuple[str, Path | None]]:
+    """The source trees compared: this one, and the baseline (``--baseline-src``) when given."""
+    return [("this tree", None)] + ([("baseline", opts.baseline_src)] if opts.baseline_src else [])
 
 
 def _records(logs: Path, name: str | None = None) -> list[dict[str, Any]]:
@@ -491,39 +610,103 @@ def _copy_store(src: Path, root: Path, identity: str) -> None:
     sparse_copy_tree(src, root / identity, skip=frozenset({".lock", "owner.json", ".sock"}))
 
 
+def _median_frames(records: list[dict[str, Any]], kind: str) -> float:
+    """Frames a client sent per call of ``kind`` (its calls that sent any: the owner's run locally)."""
+    sent = [r["frames"] for r in records if r["t"] == kind and r.get("frames")]
+    return p50_p95(sent)[0] if sent else 0.0
+
+
 def phase_latency(opts: argparse.Namespace, work: Path, base: Path) -> None:
-    variants = ["alone", "separate", "shared"] + ([] if opts.skip_handover else ["handover"])
-    results: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+    variants: list[tuple[str, str, Path | None]] = []  # (label, kind, source tree)
+    for _tree, src in _trees(opts):
+        suffix = "" if src is None else " (baseline)"
+        variants += [(f"alone{suffix}", "alone", src), (f"shared{suffix}", "shared", src)]
+    variants.insert(1, ("separate", "separate", None))
+    if not opts.skip_handover:
+        variants.append(("handover", "handover", None))
+    results: dict[str, list[dict[str, Any]]] = {label: [] for label, _, _ in variants}
     for round_no in range(opts.rounds):
-        for variant in variants:
-            root, logs = work / f"lat-{variant}-{round_no}", work / f"lat-{variant}-{round_no}-logs"
+        for n, (label, kind, src) in enumerate(variants):
+            root, logs = work / f"lat-{n}-{round_no}", work / f"lat-{n}-{round_no}-logs"
             root.mkdir()
             logs.mkdir()
-            count = 1 if variant == "alone" else 3
-            identities = [f"{IDENTITY}{i}" if variant == "separate" else IDENTITY for i in range(count)]
+            count = 1 if kind == "alone" else 3
+            identities = [f"{IDENTITY}{i}" if kind == "separate" else IDENTITY for i in range(count)]
             for identity in set(identities):
                 _copy_store(base, root, identity)
-            face = "handover" if variant == "handover" else "tools"
+            face = "handover" if kind == "handover" else "tools"
             seconds = opts.latency_seconds
-            procs = [_spawn(root, logs, f"w{i}", face, seconds, FILL_BASE + 2_000_000 + 10_000 * (round_no * 4 + i),
-                            identities[i], check=False) for i in range(count)]
+            procs = [_spawn(root, logs, f"w{i}", face, seconds, FILL_BASE + 2_000_000 + 10_000 * (round_no * 8 + i),
+                            identities[i], check=False, src=src) for i in range(count)]
             for proc in procs:
                 proc.wait()
-            results[variant].extend(_records(logs))
+            results[label].extend(_records(logs))
             shutil.rmtree(root, ignore_errors=True)
-            print(f"  round {round_no + 1}/{opts.rounds}: {variant} done", flush=True)
+            print(f"  round {round_no + 1}/{opts.rounds}: {label} done", flush=True)
+    summaries = {label: _summary(records) for label, records in results.items()}
+    p95 = {label: (p50_p95(s["stores"])[1], p50_p95(s["searches"])[1]) for label, s in summaries.items()}
     rows = []
-    alone = _summary(results["alone"])
-    for variant in variants:
-        s = _summary(results[variant])
+    for label, _kind, _ in variants:
+        s = summaries[label]
         st50, st95 = p50_p95(s["stores"])
         se50, se95 = p50_p95(s["searches"])
-        rows.append([variant, len(s["stores"]) + len(s["searches"]), len(s["errors"]), st50, st95,
-                     st95 - p50_p95(alone["stores"])[1], se50, se95, se95 - p50_p95(alone["searches"])[1]])
+        rows.append([label, len(s["stores"]) + len(s["searches"]), len(s["errors"]), st50, st95, se50, se95,
+                     _median_frames(results[label], "store"), _median_frames(results[label], "search")])
     print(f"\n== latency at {opts.size:,} memories, per call, {opts.rounds} rounds of {opts.latency_seconds:.0f} s "
           f"per variant (alternating; one store + one search every {TICK_S} s per process)")
-    print_table(["variant", "calls", "errors", "store p50", "store p95", "p95 vs alone", "search p50",
-                 "search p95", "p95 vs alone"], rows)
+    print_table(["variant", "calls", "errors", "store p50", "store p95", "search p50", "search p95",
+                 "frames/store (client)", "frames/search (client)"], rows)
+    # The target: shared p95 at most +30 ms over alone. Against "separate" (three processes, three identities:
+    # the same CPU load, nothing shared) the gap is what sharing itself costs.
+    gaps = []
+    for tree, src in _trees(opts):
+        suffix = "" if src is None else " (baseline)"
+        shared, alone, separate = p95[f"shared{suffix}"], p95[f"alone{suffix}"], p95["separate"]
+        gaps.append([tree, shared[0] - alone[0], shared[0] - separate[0], shared[1] - alone[1],
+                     shared[1] - separate[1]])
+    print("\n== p95 gaps of the shared variant, ms (target: store and search p95 at most +30 over alone)")
+    print_table(["tree", "store vs alone", "store vs separate", "search vs alone", "search vs separate"], gaps)
+
+
+def phase_calls(opts: argparse.Namespace, work: Path, base: Path) -> None:
+    """Requests a client sends its owner per tool call (frames; a batch is one), per source tree."""
+    counted: dict[str, dict[str, list[list[list[str]]]]] = {}
+    for n, (tree, src) in enumerate(_trees(opts)):
+        root, logs = work / f"calls-{n}", work / f"calls-{n}-logs"
+        root.mkdir()
+        logs.mkdir()
+        _copy_store(base, root, IDENTITY)
+        owner = _spawn(root, logs, "owner", "hold", 3600, 0, check=False, src=src)
+        try:
+            _wait_done(logs, "owner")
+            client = _spawn(root, logs, "client", "calls", 0, 0, check=False, src=src)
+            client.wait(timeout=1800)
+        finally:
+            owner.terminate()
+            owner.wait(timeout=120)
+        _wait_done(logs, "client", timeout_s=1)
+        per_tool: dict[str, list[list[list[str]]]] = {}
+        for record in _records(logs, "client"):
+            if record["t"] == "calls":
+                per_tool.setdefault(record["tool"], []).append(record["frames"])
+        counted[tree] = per_tool
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"\n== requests a client sends the owner per tool call ({CALL_ROUNDS} calls each, after a warm-up; a batch "
+          "is one request; plan_lookup alternates a hit and a miss)")
+    rows = []
+    for tool in ("memory_store", "memory_search", "cache_write", "plan_lookup"):
+        row: list[object] = [tool]
+        for tree, _ in _trees(opts):
+            calls = counted[tree].get(tool, [])
+            sizes = [len(c) for c in calls]
+            p50, _ = p50_p95(sizes)
+            median_call = sorted(calls, key=len)[len(calls) // 2] if calls else []
+            row += [p50, max(sizes, default=0), " ".join("+".join(f) for f in median_call)]
+        rows.append(row)
+    headers = ["tool"]
+    for tree, _ in _trees(opts):
+        headers += [f"{tree} p50", f"{tree} max", f"{tree}: the median call's requests"]
+    print_table(headers, rows)
 
 
 def phase_wire(opts: argparse.Namespace, work: Path, base: Path) -> None:
@@ -563,7 +746,10 @@ def _wait_done(logs: Path, name: str, timeout_s: float = 900) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--phases", default="share,kill,wire,latency")
+    parser.add_argument("--phases", default="share,kill,calls,wire,latency")
+    parser.add_argument("--baseline-src", type=Path, default=None,
+                        help="another source tree of this repository (e.g. `git archive main`): the calls and "
+                             "latency phases run it beside this one, in the same run")
     parser.add_argument("--seconds", type=float, default=60.0, help="length of the share phase")
     parser.add_argument("--kill-seconds", type=float, default=40.0)
     parser.add_argument("--latency-seconds", type=float, default=20.0, help="length of one latency round")
@@ -585,6 +771,10 @@ def main() -> None:
     if opts.worker:
         if opts.face == "wire":
             _wire_worker(opts)
+        elif opts.face == "hold":
+            _hold_worker(opts)
+        elif opts.face == "calls":
+            asyncio.run(_calls_worker(opts))
         else:
             asyncio.run(_worker(opts))
         return
@@ -600,9 +790,11 @@ def main() -> None:
             phase_share(opts, work)
         if "kill" in phases:
             phase_kill(opts, work)
-        if "latency" in phases or "wire" in phases:
+        if {"latency", "wire", "calls"} & set(phases):
             print(f"\n== building a store of {opts.size:,} memories ...", flush=True)
             base = _build_store(opts, work)
+            if "calls" in phases:
+                phase_calls(opts, work, base)
             if "wire" in phases:
                 phase_wire(opts, work, base)
             if "latency" in phases:

@@ -230,3 +230,114 @@ def test_the_repr_check_finds_the_old_shape() -> None:
         "    return re.search('x', repr(query))\n"
     )
     assert _parses_a_repr(old) == [3, 4]
+
+
+# ---------------------------------------------------------------------------------------
+# Typed records: a stored thing's payload is built only by its record type (issue 17).
+
+# The record modules: each converts one stored thing to and from its payload (restated.py and payload.py
+# compute the memory's restated-wording and hash fields for memory/record.py).
+RECORD_MODULES = frozenset({
+    "memory/record.py", "memory/restated.py", "memory/payload.py", "cache/models.py", "plans/models.py",
+})
+# Payload fields no tool answer shows: a dict written with one of them as a key is a payload built by hand.
+STORED_ONLY_KEYS = frozenset({
+    "ctx_text", "content_hash",  # memory
+    "ttl_expires_at", "access_count", "summary_lines", "closed_items",  # cache item / block
+    "prompt_norm", "last_used_at", "rewarded_at",  # plan
+})
+WRITES = frozenset({"upsert", "set_payload"})
+
+
+def _hand_built(node: ast.AST, bound: set[str]) -> bool:
+    """A dict written out in place (a display, a comprehension, ``dict(...)``) or a name bound to one."""
+    if isinstance(node, ast.Dict | ast.DictComp):
+        return True
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+        return True
+    return isinstance(node, ast.Name) and node.id in bound
+
+
+def _hand_built_payloads(source: str) -> list[int]:
+    """Lines that hand the store a payload built by hand: ``set_payload(id, <dict>)``, or a point
+    ``(id, vectors, <dict>)`` in a function that calls ``upsert``."""
+    found: list[int] = []
+    for func in ast.walk(ast.parse(source)):
+        if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        bound = {
+            target.id
+            for node in ast.walk(func)
+            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None
+            and _hand_built(node.value, set())
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(target, ast.Name)
+        }
+        calls = [
+            (node.func.attr, node) for node in ast.walk(func)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WRITES
+        ]
+        for name, call in calls:
+            if name == "set_payload" and len(call.args) == 2 and _hand_built(call.args[1], bound):
+                found.append(call.lineno)
+        if any(name == "upsert" for name, _ in calls):
+            found += [
+                node.lineno for node in ast.walk(func)
+                if isinstance(node, ast.Tuple) and len(node.elts) == 3 and _hand_built(node.elts[2], bound)
+            ]
+    return sorted(set(found))
+
+
+def _stored_only_keys(source: str) -> list[str]:
+    """The stored-only payload keys ``source`` writes into a dict display."""
+    return sorted({
+        key.value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Dict)
+        for key in node.keys
+        if isinstance(key, ast.Constant) and key.value in STORED_ONLY_KEYS
+    })
+
+
+def _outside_records() -> list[Path]:
+    return [
+        path for path in PKG_DIR.rglob("*.py")
+        if path.relative_to(PKG_DIR).as_posix() not in RECORD_MODULES and path.relative_to(PKG_DIR).parts[0] != "store"
+    ]
+
+
+def test_no_payload_is_built_by_hand_outside_the_record_types() -> None:
+    # memory/record.py (StoredMemory), cache/models.py (CacheItem, CacheBlock) and plans/models.py (PlanRecord)
+    # convert each stored thing to its payload; the services hand the store only what those give them.
+    built = {
+        _module_name(path): lines
+        for path in _outside_records()
+        if (lines := _hand_built_payloads(path.read_text(encoding="utf-8")))
+    }
+    assert built == {}
+    keys = {
+        _module_name(path): found
+        for path in _outside_records()
+        if (found := _stored_only_keys(path.read_text(encoding="utf-8")))
+    }
+    assert keys == {}
+
+
+def test_the_payload_check_finds_the_old_shapes() -> None:
+    old = (
+        "def store(self, memory_id, vectors, older, content):\n"
+        "    payload = {'content': content, 'ctx_text': content, 'content_hash': 'x'}\n"
+        "    self.coll.upsert([(memory_id, vectors, payload)])\n"
+        "    self.coll.set_payload(older.id, {SUPERSEDED_BY: memory_id})\n"
+        "def flush(self, points, rec, pair):\n"
+        "    points.append((rec.id, {DENSE: pair[0]}, {'content': rec.content}))\n"
+        "    self.coll.upsert(points)\n"
+        "def touch(self, item):\n"
+        "    update: dict[str, Any] = {'access_count': item.access_count}\n"
+        "    self.coll.set_payload(item.id, update)\n"
+        "def fine(self, item, memory):\n"
+        "    self.coll.set_payload(item.id, item.payload_of('version'))\n"
+        "    self.coll.upsert([(memory.id, {DENSE: memory.vector}, memory.to_payload())])\n"
+    )
+    assert _hand_built_payloads(old) == [3, 4, 6, 10]
+    assert _stored_only_keys(old) == ["access_count", "content_hash", "ctx_text"]

@@ -19,8 +19,10 @@ from typing import Any
 
 import pytest
 
-from amplifier_module_tool_agent_memory.memory.models import MemoryListInput
+from amplifier_module_tool_agent_memory.memory.models import MemoryListInput, MemoryStoreInput
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
+from amplifier_module_tool_agent_memory.store import wire
+from amplifier_module_tool_agent_memory.store.owner import TRANSPORT_ENV, read_owner
 
 pytestmark = pytest.mark.slow
 
@@ -31,6 +33,7 @@ from amplifier_module_tool_agent_memory.config import parse_config
 from amplifier_module_tool_agent_memory.errors import AgentMemoryError
 from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
 from amplifier_module_tool_agent_memory.memory.models import MemorySearchInput, MemoryStoreInput
+from amplifier_module_tool_agent_memory.memory.service import MEMORIES
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
 rt = AgentMemory(parse_config({"storage_root": sys.argv[1]}), ResolvedIdentity("alice", "config"),
@@ -56,9 +59,17 @@ for line in sys.stdin:
         elif op == "index":
             svc.coll.optimize()
             out = {}
+        elif op == "index_soon":
+            svc.coll.index_soon(cmd["min"])
+            out = {}
+        elif op == "index_pending":
+            local = rt.store().local_store
+            out = {"pending": local is not None and local.collection(MEMORIES).index_build_pending}
         elif op == "hold":
-            # Holds the collection lock as a long index build or engine purge does.
+            # Holds the collection lock as a long index build or engine purge does. A client takes it at the owner
+            # with its first call under it: the count.
             with svc.coll.lock:
+                svc.coll.count()
                 time.sleep(cmd["seconds"])
             out = {}
         elif op == "cache_write":
@@ -141,11 +152,22 @@ FACTS = [
 ]
 
 
+# TCP on 127.0.0.1 is what Windows uses (no AF_UNIX in its Python): forced here so Linux runs that path too.
+@pytest.mark.parametrize("transport", ["unix", "tcp"])
 def test_three_processes_share_every_write_at_once_and_lose_none(
-    processes: Callable[[str], Proc], make_runtime: Callable[..., AgentMemory]
+    processes: Callable[[str], Proc],
+    make_runtime: Callable[..., AgentMemory],
+    root: Path,
+    transport: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    if transport == "tcp":
+        monkeypatch.setenv(TRANSPORT_ENV, "tcp")
     procs = [processes(f"session-{i}") for i in range(3)]
     assert [p.hello["owner"] for p in procs].count(True) == 1, "exactly one process owns the store"
+    published = read_owner(root / "alice")
+    assert published is not None and published["family"] == transport
+    assert (root / "alice" / ".sock").exists() == (transport == "unix")
     written: list[str] = []
     for n, fact in enumerate(FACTS):
         writer = procs[n % 3]
@@ -164,10 +186,19 @@ def test_three_processes_share_every_write_at_once_and_lose_none(
     assert {m["id"] for m in listed} == set(written)
 
 
+@pytest.mark.parametrize("transport", ["unix", "tcp"])
 def test_a_sigkilled_owner_is_replaced_and_no_acknowledged_write_is_lost(
-    processes: Callable[[str], Proc], make_runtime: Callable[..., AgentMemory]
+    processes: Callable[[str], Proc],
+    make_runtime: Callable[..., AgentMemory],
+    root: Path,
+    transport: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    if transport == "tcp":
+        monkeypatch.setenv(TRANSPORT_ENV, "tcp")
     owner, other = processes("session-a"), processes("session-b")
+    first_owner = read_owner(root / "alice")
+    assert first_owner is not None and first_owner["family"] == transport
     assert owner.hello["owner"] and not other.hello["owner"]
     first = owner.ask("store", content=FACTS[0])["id"]
     second = other.ask("store", content=FACTS[1])["id"]
@@ -178,6 +209,8 @@ def test_a_sigkilled_owner_is_replaced_and_no_acknowledged_write_is_lost(
     # The next call finds the owner gone, takes the store over (replaying its journal) and goes on.
     third = other.ask("store", content=FACTS[2])["id"]
     assert other.ask("owner")["owner"] is True
+    new_owner = read_owner(root / "alice")
+    assert new_owner is not None and new_owner["family"] == transport and new_owner["pid"] != first_owner["pid"]
     assert other.ask("get", ids=[first, second, third])["found"] == [first, second, third]
     # A process that joins now reaches the new owner.
     late = processes("session-c")
@@ -217,6 +250,21 @@ def test_a_long_lock_holder_an_index_build_or_a_purge_makes_the_others_wait_not_
     assert builder.ask("get", ids=[ids[0], stored])["found"] == [stored]
 
 
+def test_a_build_a_client_makes_due_is_scheduled_in_the_owner_and_the_client_does_not_wait(
+    processes: Callable[[str], Proc],
+) -> None:
+    owner, client = processes("session-a"), processes("session-b")
+    assert owner.hello["owner"] and not client.hello["owner"]
+    for fact in FACTS[:3]:
+        client.ask("store", content=fact)
+    assert owner.ask("index_pending") == {"pending": False}
+    # Three unindexed memories and a threshold of 2: the owner schedules the build for its next idle time
+    # (30 s), and the client's call is answered at once instead of waiting for a build.
+    assert client.ask("index_soon", min=2) == {}
+    assert owner.ask("index_pending") == {"pending": True}
+    assert client.ask("search", query="nightly snapshot restore")["contents"][0] == FACTS[0]
+
+
 def test_cache_scopes_stay_with_their_sessions_and_a_shared_scope_stays_whole(processes: Callable[[str], Proc]) -> None:
     one, two = processes("session-a"), processes("session-b")
     one.ask("cache_write", content="The failing test is test_refund_rounding in billing/tests.", scope="task:a")
@@ -235,3 +283,67 @@ def test_cache_scopes_stay_with_their_sessions_and_a_shared_scope_stays_whole(pr
     for proc in (one, two):
         pack = json.dumps(proc.ask("cache_pack", scope="task:shared"))
         assert "frozen until Thursday" in pack and "release/4.2" in pack and "signs off" in pack
+
+
+def _count_requests(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The requests this process sends the owner from now on: the calls each carries (a batch carries several)."""
+    requests: list[list[str]] = []
+    send = wire.send
+
+    def counting(sock: Any, message: Any) -> None:
+        calls = message["a"]["calls"] if message.get("op") == "batch" else [message]
+        requests.append([str(c["op"]) for c in calls])
+        send(sock, message)
+
+    monkeypatch.setattr(wire, "send", counting)
+    return requests
+
+
+def test_a_memory_store_through_a_client_sends_five_requests_and_waits_for_four(
+    processes: Callable[[str], Proc], make_runtime: Callable[..., AgentMemory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    owner = processes("session-owner")
+    assert owner.hello["owner"]
+    client = make_runtime(session_id="session-client")
+    svc = client.memory()
+    # The first store opens the collection at the owner and reads this session's thread once.
+    svc.store(MemoryStoreInput(content=FACTS[0], kind="fact"))
+    assert client.store().is_owner is False
+    requests = _count_requests(monkeypatch)
+
+    stored = svc.store(MemoryStoreInput(content=FACTS[1], kind="fact"))
+    assert stored.created
+    # The early duplicate check (no lock), the nearest memory of its kind, then under the lock: the lock goes with
+    # the duplicate check again, the write, and the unlock, whose answer is not waited for. (Before the batch: 8.)
+    assert requests == [["scroll"], ["query"], ["lock", "scroll"], ["upsert"], ["unlock"]]
+
+    requests.clear()
+    again = svc.store(MemoryStoreInput(content=FACTS[1], kind="fact"))
+    assert again.duplicate and again.id == stored.id
+    assert requests == [["scroll"]]
+
+    # Acknowledged means in the store, and the lock was released: the owner's own store goes through.
+    assert owner.ask("get", ids=[stored.id])["found"] == [stored.id]
+    assert owner.ask("store", content=FACTS[2])["id"]
+
+
+def test_a_client_lock_is_sent_with_its_first_call_and_released_after_a_failed_one(
+    processes: Callable[[str], Proc], make_runtime: Callable[..., AgentMemory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    owner = processes("session-owner")
+    client = make_runtime(session_id="session-client")
+    coll = client.memory().coll
+    assert coll.count() == 0 and client.store().is_owner is False
+    requests = _count_requests(monkeypatch)
+
+    # A lock under which nothing is called is never sent.
+    with coll.lock:
+        pass
+    assert requests == []
+
+    # The owner's error comes back as its own class; the lock that went with the failed call is released.
+    with pytest.raises(ValueError, match="not-a-uuid"), coll.lock:
+        coll.retrieve(["not-a-uuid"])
+    assert requests == [["lock", "retrieve"], ["unlock"]]
+    assert owner.ask("store", content=FACTS[3])["id"]
+    assert coll.count() == 1

@@ -139,6 +139,13 @@ class _Stored(BaseModel):
     def _times(self, value: Any) -> Any:
         return iso(value) if isinstance(value, datetime) else value
 
+    def payload_of(self, *names: str) -> dict[str, Any]:
+        """The stored form of the fields ``names`` (what an update of those fields writes; unset ones left out)."""
+        unknown = set(names) - set(type(self).model_fields)
+        if unknown:
+            raise KeyError(f"a {type(self).__name__} has no field {sorted(unknown)}")
+        return self.model_dump(mode="json", include=set(names), exclude_none=True)
+
 
 def _aware(value: object) -> datetime | None:
     return None if value is None else parse_timestamp(value)

@@ -477,13 +477,13 @@ class CacheService:
                 st.add_item(item, vec)
                 block.token_count += item.tokens
                 block.version = st.version
-                self.coll.set_payload(block.id, {"token_count": block.token_count, "version": block.version})
+                self.coll.set_payload(block.id, block.payload_of("token_count", "version"))
                 if replaced is not None:
                     # Kept (until it expires) but no longer live: packs, cache_get and searches skip it.
                     replaced.superseded_by = item.id
                     replaced.version = st.bump()
                     st.changed(replaced.id)
-                    self.coll.set_payload(replaced.id, {"superseded_by": item.id, "version": replaced.version})
+                    self.coll.set_payload(replaced.id, replaced.payload_of("superseded_by", "version"))
                     self._record_version(st)
                 out = self._write_result(st, block, item, now, merged=False)
                 if replaced is not None and judged is not None:
@@ -511,7 +511,7 @@ class CacheService:
         if st.open_block_id is not None and st.open_block_id in st.blocks:
             block = st.blocks[st.open_block_id]
             block.version = st.version
-            self.coll.set_payload(block.id, {"version": block.version})
+            self.coll.set_payload(block.id, block.payload_of("version"))
 
     def _nearest_same_kind(
         self, st: ScopeState, vec: Sequence[float], kind: str, now: datetime, limit: int
@@ -608,10 +608,7 @@ class CacheService:
                 item.access_count += 1
                 item.ttl_expires_at = self._expiry(now, item.ttl_minutes)
                 st.changed(item.id)
-                update: dict[str, Any] = {"access_count": item.access_count}
-                if item.ttl_expires_at is not None:
-                    update["ttl_expires_at"] = iso(item.ttl_expires_at)
-                self.coll.set_payload(item.id, update)
+                self.coll.set_payload(item.id, item.payload_of("access_count", "ttl_expires_at"))
             self._touched.add(st.scope)
             return {
                 "block_id": block.id,

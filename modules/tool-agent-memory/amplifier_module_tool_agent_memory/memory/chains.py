@@ -16,9 +16,10 @@ from typing import Any
 
 from ..store.contract import Collection
 from .ranking import Hit
+from .record import SUPERSEDED_BY as SUPERSEDED_BY
+from .record import SUPERSEDES as SUPERSEDES
+from .record import link_payload
 
-SUPERSEDES = "supersedes"
-SUPERSEDED_BY = "superseded_by"
 # Far above any real chain; only a damaged store reaches it.
 MAX_CHAIN = 1_000
 # How far below its replacement a superseded memory is placed (scores are RRF sums, ~0.01-0.5).
@@ -80,8 +81,8 @@ def _walk(coll: Collection, start: Member, link: str, seen: set[str]) -> list[Me
 
 def link(coll: Collection, older_id: str, newer_id: str) -> None:
     """Record that ``newer_id`` replaces ``older_id`` (the newer's own payload is written by the caller)."""
-    coll.set_payload(older_id, {SUPERSEDED_BY: newer_id})
-    coll.set_payload(newer_id, {SUPERSEDES: older_id})
+    coll.set_payload(older_id, link_payload(SUPERSEDED_BY, newer_id))
+    coll.set_payload(newer_id, link_payload(SUPERSEDES, older_id))
 
 
 def unlink(coll: Collection, newer_id: str, older_id: str) -> None:

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..redaction import redact_fields
 from ..store.contract import DENSE, iso
-from .chains import SUPERSEDED_BY, SUPERSEDES
 from .models import MemoryRecord
 from .payload import content_hash, meta_payload
 from .ranking import CTX, context_text
-from .restated import RESTATED, RESTATED_META, searchable_context
+from .record import StoredMemory
+from .restated import searchable_context
 
 if TYPE_CHECKING:
     from ..embeddings.providers import Embedder
@@ -34,11 +34,11 @@ BULK_CHECKPOINT_EVERY = 2_000
 RELEASE_EVERY = 10_000
 # A record's own vectors: (dense, ctx), or None to embed it.
 RecordVectors = tuple[Vector, ...] | None
-# A batch waiting to be written: records, (payload, restated) of each, their vectors, which are being
+# A batch waiting to be written: records, the memory each is stored as, their vectors, which are being
 # embedded, and that embedding.
 _Pending = tuple[
     list[MemoryRecord],
-    list[tuple[dict[str, Any], list[str]]],
+    list[StoredMemory],
     list[RecordVectors],
     list[int],
     Future[list[Vector]] | None,
@@ -71,35 +71,34 @@ class MemoryImporter:
         self._pending: _Pending | None = None
         self._unreleased = 0
 
-    def _payload(self, rec: MemoryRecord) -> tuple[dict[str, Any], list[str]]:
+    def _memory(self, rec: MemoryRecord) -> StoredMemory:
+        """The record as it is stored: secrets redacted, one step further along the import's thread."""
         fields, _ = redact_fields({"content": rec.content, "tags": rec.tags, "files": rec.files})
         created = iso(rec.created_at)
         content = str(fields["content"])
         restated = [str(redact_fields({"content": t})[0]["content"]) for t in rec.restated]
-        payload = {
-            "content": content,
-            "ctx_text": context_text(content, self._prev),
-            "content_hash": content_hash(content),
-            **({RESTATED: restated} if restated else {}),
-            **(
-                {RESTATED_META: [meta_payload(m) for m in rec.restated_meta[: len(restated)]]}
-                if rec.restated_meta
-                else {}
-            ),
-            "kind": rec.kind,
-            "tags": list(fields["tags"]),
-            "importance": rec.importance,
-            "files": list(fields["files"]),
-            "created_at": created,
-            "updated_at": iso(rec.updated_at) if rec.updated_at else created,
-            "thread": self.thread,
-            "seq": self.written,
+        memory = StoredMemory(
+            content=content,
+            # The window alone here: BM25 also indexes the restated wordings, added once the window is embedded.
+            ctx_text=context_text(content, self._prev),
+            content_hash=content_hash(content),
+            restated=restated,
+            restated_meta=[meta_payload(m) for m in rec.restated_meta[: len(restated)]],
+            kind=rec.kind,
+            tags=list(fields["tags"]),
+            importance=rec.importance,
+            files=list(fields["files"]),
+            created_at=created,
+            updated_at=iso(rec.updated_at) if rec.updated_at else created,
+            thread=self.thread,
+            seq=self.written,
             # Links travel with the records: an export and its import keep every chain.
-            **{k: v for k, v in ((SUPERSEDES, rec.supersedes), (SUPERSEDED_BY, rec.superseded_by)) if v},
-        }
+            supersedes=rec.supersedes,
+            superseded_by=rec.superseded_by,
+        )
         self._prev = content
         self.written += 1
-        return payload, restated
+        return memory
 
     def write(self, records: Sequence[MemoryRecord], vectors: Sequence[RecordVectors] | None = None) -> None:
         """Write one batch (secrets redacted); ``vectors[i]`` are record i's own, or None to embed it.
@@ -109,12 +108,12 @@ class MemoryImporter:
         at most two batches are held.
         """
         own: list[RecordVectors] = list(vectors) if vectors is not None else [None] * len(records)
-        built = [self._payload(rec) for rec in records]
+        built = [self._memory(rec) for rec in records]
         # Content and context windows of the records without vectors, in one embedding call.
         todo = [i for i, v in enumerate(own) if v is None]
         embedding: Future[list[Vector]] | None = None
         if todo:
-            texts = [str(built[i][0]["content"]) for i in todo] + [str(built[i][0]["ctx_text"]) for i in todo]
+            texts = [built[i].content for i in todo] + [built[i].ctx_text for i in todo]
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-memory-import")
             embedding = self._pool.submit(self.embedder.embed_documents, texts)
@@ -133,12 +132,12 @@ class MemoryImporter:
                 own[i] = (embedded[k], embedded[len(todo) + k])
             self.embedded += len(todo)
         points = []
-        for rec, (payload, restated), pair in zip(records, built, own, strict=True):
+        for rec, memory, pair in zip(records, built, own, strict=True):
             assert pair is not None and len(pair) == 2
             # The context vector embeds the window alone; BM25 also indexes the restated wordings.
-            if restated:
-                payload["ctx_text"] = searchable_context(str(payload["ctx_text"]), restated)
-            points.append((rec.id, {DENSE: pair[0], CTX: pair[1]}, payload))
+            if memory.restated:
+                memory = memory.updated(ctx_text=searchable_context(memory.ctx_text, memory.restated))
+            points.append((rec.id, {DENSE: pair[0], CTX: pair[1]}, memory.to_payload()))
         self.coll.upsert(points)
         self._unreleased += len(points)
         self._since_build += len(points)

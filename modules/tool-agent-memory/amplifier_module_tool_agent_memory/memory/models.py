@@ -10,7 +10,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, field_validator
 
 from ..redaction import length_before_redaction
 from ..validation import ToolInput, check_point_id, parse_timestamp
@@ -43,6 +43,42 @@ StoredContent = Annotated[str, StringConstraints(min_length=1), _given_at_most(1
 
 class _Input(ToolInput):
     model_config = ConfigDict(extra="forbid", defer_build=True)
+
+
+def _time_or_none(value: object) -> datetime | None:
+    return None if value is None else parse_timestamp(value)
+
+
+def parse_until(value: object) -> datetime | None:
+    """An inclusive upper time bound: a date alone means through the end of that day."""
+    if value is None:
+        return None
+    ts = parse_timestamp(value)
+    if isinstance(value, str) and _DATE_ONLY.fullmatch(value.strip()):
+        # "until 2026-11-22" means through that day, not up to its first instant.
+        ts = ts.replace(hour=23, minute=59, second=59, microsecond=999_999)  # 9999-12-31 included
+    return ts
+
+
+# The filters memory_search and memory_list share: one definition each (type, parsing, description), so the two
+# tools cannot drift apart. Each model lists them in its own order; what differs per tool stays in the model.
+SinceFilter = Annotated[
+    datetime | None,
+    BeforeValidator(_time_or_none),
+    Field(description="Only memories created at or after this ISO-8601 time."),
+]
+UntilFilter = Annotated[
+    datetime | None,
+    BeforeValidator(parse_until),
+    Field(description="Only memories created at or before this ISO-8601 time (a date alone: the end of that day)."),
+]
+TagsFilter = Annotated[
+    list[Tag], Field(max_length=50, description="Only memories with any of these tags.")
+]
+KindFilter = Annotated[MemoryKind | None, Field(description="Only this kind.")]
+FilesFilter = Annotated[
+    list[FilePath], Field(max_length=50, description="Only memories about these files.")
+]
 
 
 class MemoryStoreInput(_Input):
@@ -81,13 +117,11 @@ class MemorySearchInput(_Input):
     limit: int | None = Field(
         None, ge=1, strict=True, description="Results to return (default 5; more than 20 is capped at 20)."
     )
-    since: datetime | None = Field(None, description="Only memories created at or after this ISO-8601 time.")
-    until: datetime | None = Field(
-        None, description="Only memories created at or before this ISO-8601 time (a date alone: the end of that day)."
-    )
-    tags: list[Tag] = Field(default_factory=list, max_length=50, description="Only memories with any of these tags.")
-    kind: MemoryKind | None = Field(None, description="Only this kind.")
-    files: list[FilePath] = Field(default_factory=list, max_length=50, description="Only memories about these files.")
+    since: SinceFilter = None
+    until: UntilFilter = None
+    tags: TagsFilter = Field(default_factory=list)
+    kind: KindFilter = None
+    files: FilesFilter = Field(default_factory=list)
     # strict: a JSON string "false" must not pass as True
     include_superseded: bool = Field(
         True,
@@ -106,27 +140,6 @@ class MemorySearchInput(_Input):
     @classmethod
     def _cap(cls, value: int | None) -> int | None:
         return None if value is None else min(value, MAX_SEARCH_LIMIT)
-
-    @field_validator("since", mode="before")
-    @classmethod
-    def _since(cls, value: object) -> datetime | None:
-        return None if value is None else parse_timestamp(value)
-
-    @field_validator("until", mode="before")
-    @classmethod
-    def _until(cls, value: object) -> datetime | None:
-        return parse_until(value)
-
-
-def parse_until(value: object) -> datetime | None:
-    """An inclusive upper time bound: a date alone means through the end of that day."""
-    if value is None:
-        return None
-    ts = parse_timestamp(value)
-    if isinstance(value, str) and _DATE_ONLY.fullmatch(value.strip()):
-        # "until 2026-11-22" means through that day, not up to its first instant.
-        ts = ts.replace(hour=23, minute=59, second=59, microsecond=999_999)  # 9999-12-31 included
-    return ts
 
 
 class MemoryIdInput(_Input):
@@ -181,26 +194,19 @@ class MemoryListInput(_Input):
     before: datetime | None = Field(
         None, description="Only memories created before this ISO-8601 time (pass the previous page's next_before)."
     )
-    kind: MemoryKind | None = Field(None, description="Only this kind.")
-    since: datetime | None = Field(None, description="Only memories created at or after this ISO-8601 time.")
-    until: datetime | None = Field(
-        None, description="Only memories created at or before this ISO-8601 time (a date alone: the end of that day)."
-    )
-    tags: list[Tag] = Field(default_factory=list, max_length=50, description="Only memories with any of these tags.")
-    files: list[FilePath] = Field(default_factory=list, max_length=50, description="Only memories about these files.")
+    kind: KindFilter = None
+    since: SinceFilter = None
+    until: UntilFilter = None
+    tags: TagsFilter = Field(default_factory=list)
+    files: FilesFilter = Field(default_factory=list)
     include_superseded: bool = Field(
         True, strict=True, description="Also list memories a newer one replaced (marked superseded_by)."
     )
 
-    @field_validator("before", "since", mode="before")
+    @field_validator("before", mode="before")
     @classmethod
     def _iso(cls, value: object) -> datetime | None:
-        return None if value is None else parse_timestamp(value)
-
-    @field_validator("until", mode="before")
-    @classmethod
-    def _until(cls, value: object) -> datetime | None:
-        return parse_until(value)
+        return _time_or_none(value)
 
 
 class RestatedMeta(BaseModel):

@@ -1,30 +1,123 @@
-"""A stored memory as the tools and export see it: every view of its payload in one place.
+"""A stored memory: its payload's one typed form, and every conversion to and from it in one place.
 
-The services read a memory's tool views and export records only through :func:`public_view`,
-:func:`full_view` and :func:`export_record`, so a field added to what a memory shows is added here once.
+:class:`StoredMemory` is what a memory point's payload holds. The services write a payload only as
+``StoredMemory(...).to_payload()`` (a new memory) or ``memory.payload_of(*fields)`` (the fields an
+update changes), and read one with :meth:`StoredMemory.from_payload`; the tool views
+(:func:`public_view`, :func:`full_view`) and the export line (:func:`export_record`) are built from
+it. A field added to a memory is added here once. ``tests/test_architecture.py`` fails when a payload
+is built by hand anywhere else.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from .chains import SUPERSEDED_BY, SUPERSEDES
-from .models import MemoryRecord, RestatedMeta
+from .models import MemoryRecord
 from .restated import RESTATED, RESTATED_META
+
+# The links of an update chain (memory/chains.py walks them): the id a memory replaced, the id that replaced it.
+SUPERSEDES = "supersedes"
+SUPERSEDED_BY = "superseded_by"
+
+# Payload fields left out while empty: a memory without links or restated wordings stores none of them.
+_OPTIONAL = frozenset({SUPERSEDES, SUPERSEDED_BY, RESTATED, RESTATED_META})
+
+
+@dataclass
+class StoredMemory:
+    """The payload of one memory point (its id and vectors are kept beside it by the store).
+
+    Times are ISO 8601 strings, as stored (the datetime index parses them). ``ctx_text`` is what the
+    context vector and BM25 index: the memory's context window, then its restated wordings.
+    """
+
+    content: str
+    ctx_text: str
+    content_hash: str
+    created_at: str | None
+    updated_at: str | None
+    kind: str = "note"
+    tags: list[str] = field(default_factory=list)
+    importance: float = 0.5
+    files: list[str] = field(default_factory=list)
+    thread: str | None = None
+    seq: int | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    restated: list[str] = field(default_factory=list)
+    restated_meta: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_payload(self) -> dict[str, Any]:
+        """The payload as written: every field, the optional ones only when set."""
+        return {f.name: value for f in _FIELDS if not _left_out(f.name, value := getattr(self, f.name))}
+
+    def payload_of(self, *names: str) -> dict[str, Any]:
+        """The stored form of the fields ``names`` (what an update of those fields writes)."""
+        unknown = set(names) - _NAMES
+        if unknown:
+            raise KeyError(f"a memory has no field {sorted(unknown)}")
+        return {name: getattr(self, name) for name in names}
+
+    def updated(self, **changes: Any) -> StoredMemory:
+        """A copy with ``changes`` applied (the stored memory itself is not changed)."""
+        return replace(self, **changes)
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> StoredMemory:
+        """A memory as read from the store; fields an older version did not write take their defaults."""
+        content = str(payload.get("content", ""))
+        seq = payload.get("seq")
+        return cls(
+            content=content,
+            ctx_text=str(payload.get("ctx_text", content)),
+            content_hash=str(payload.get("content_hash", "")),
+            created_at=payload.get("created_at"),
+            updated_at=payload.get("updated_at"),
+            kind=str(payload.get("kind", "note")),
+            tags=list(payload.get("tags", [])),
+            importance=float(payload.get("importance", 0.5)),
+            files=list(payload.get("files", [])),
+            thread=payload.get("thread"),
+            seq=seq if isinstance(seq, int) else None,
+            supersedes=payload.get(SUPERSEDES),
+            superseded_by=payload.get(SUPERSEDED_BY),
+            restated=[str(t) for t in payload.get(RESTATED, [])],
+            restated_meta=[dict(m) for m in payload.get(RESTATED_META, [])],
+        )
+
+
+_FIELDS = fields(StoredMemory)
+_NAMES = frozenset(f.name for f in _FIELDS)
+
+
+def _left_out(name: str, value: Any) -> bool:
+    return name in _OPTIONAL and not value
+
+
+def link_payload(link: str, memory_id: str) -> dict[str, Any]:
+    """The update that sets one chain link (``SUPERSEDES`` or ``SUPERSEDED_BY``) of a memory to ``memory_id``."""
+    if link not in (SUPERSEDES, SUPERSEDED_BY):
+        raise KeyError(f"{link!r} is not a chain link")
+    return {link: memory_id}
 
 
 def public_view(point_id: str, payload: dict[str, Any], score: float | None = None) -> dict[str, Any]:
     """The compact shape tools return for one memory."""
+    return _public(point_id, StoredMemory.from_payload(payload), score)
+
+
+def _public(point_id: str, memory: StoredMemory, score: float | None = None) -> dict[str, Any]:
     view: dict[str, Any] = {
         "id": point_id,
-        "content": payload.get("content", ""),
-        "kind": payload.get("kind", "note"),
-        "tags": payload.get("tags", []),
-        "created_at": payload.get("created_at"),
+        "content": memory.content,
+        "kind": memory.kind,
+        "tags": memory.tags,
+        "created_at": memory.created_at,
     }
     for key in (SUPERSEDES, SUPERSEDED_BY, RESTATED):
-        if payload.get(key):
-            view[key] = payload[key]
+        if value := getattr(memory, key):
+            view[key] = value
     if score is not None:
         view["score"] = round(score, 4)
     return view
@@ -32,28 +125,15 @@ def public_view(point_id: str, payload: dict[str, Any], score: float | None = No
 
 def full_view(point_id: str, payload: dict[str, Any]) -> dict[str, Any]:
     """Every field a memory shows (``memory_get``, ``memory_list``, ``memory_forget``): no internals."""
-    view = public_view(point_id, payload)
-    view.update(
-        importance=payload.get("importance", 0.5),
-        files=payload.get("files", []),
-        updated_at=payload.get("updated_at"),
-    )
+    memory = StoredMemory.from_payload(payload)
+    view = _public(point_id, memory)
+    view.update(importance=memory.importance, files=memory.files, updated_at=memory.updated_at)
     return view
 
 
 def export_record(point_id: str, payload: dict[str, Any]) -> MemoryRecord:
     """The memory as one export line."""
-    return MemoryRecord(
-        id=point_id,
-        content=payload["content"],
-        kind=payload.get("kind", "note"),
-        tags=payload.get("tags", []),
-        importance=payload.get("importance", 0.5),
-        files=payload.get("files", []),
-        created_at=payload["created_at"],
-        updated_at=payload.get("updated_at"),
-        supersedes=payload.get(SUPERSEDES),
-        superseded_by=payload.get(SUPERSEDED_BY),
-        restated=payload.get(RESTATED, []),
-        restated_meta=[RestatedMeta.model_validate(m) for m in payload.get(RESTATED_META, [])],
-    )
+    memory = StoredMemory.from_payload(payload)
+    exported = {name: getattr(memory, name) for name in MemoryRecord.model_fields if name in _NAMES}
+    # A memory without a time cannot be exported: the model refuses it rather than inventing one.
+    return MemoryRecord.model_validate({**exported, "id": point_id, "created_at": payload["created_at"]})

@@ -16,8 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..compare import Comparator, Comparison, Judge, UpdateVerdict, Verdict, announced_update, describe, says_a_change
-from ..compare.policy import ANNOUNCED_CANDIDATES, acts_as_update, left_open, may_update
-from ..compare.reworded import reworded
+from ..compare.policy import ANNOUNCED_CANDIDATES, acts_as_update, left_open, may_update, restates
 from ..compare.statement import one_statement, same_subject_new_value
 from ..config import MemorySearchConfig
 from ..embeddings.providers import Embedder, Vector
@@ -41,7 +40,7 @@ from .importing import MemoryImporter
 from .models import MemoryListInput, MemoryRecord, MemorySearchInput, MemoryStoreInput
 from .payload import content_hash
 from .ranking import CTX, MEMORY_VECTORS, Hit, RetrievalParams, context_text, hybrid_search
-from .record import export_record, full_view, public_view
+from .record import StoredMemory, export_record, full_view, link_payload, public_view
 from .restated import (
     RESTATED,
     add_wording,
@@ -343,12 +342,8 @@ class MemoryService:
 
     @staticmethod
     def _restates(comparison: Comparison, older: Member, content: str, kind: str) -> bool:
-        """A memory of an updatable kind said again in other words: the comparison decided a restatement, or
-        the words moved without a value, polarity or name changing (``compare.reworded``: a merge is shown and
-        undone, so a rewording the word-by-word comparison misses merges too)."""
-        if kind not in UPDATABLE_KINDS or comparison.same:
-            return False
-        return reworded(str(older.payload.get("content", "")), content)
+        """A memory of an updatable kind said again in other words (``compare.policy.restates``)."""
+        return kind in UPDATABLE_KINDS and restates(comparison, str(older.payload.get("content", "")), content)
 
     @staticmethod
     def _may_act(comparison: Comparison, older: Member, content: str, kind: str) -> bool:
@@ -378,12 +373,13 @@ class MemoryService:
         tags = list(dict.fromkeys(fields["tags"]))
         files = list(dict.fromkeys(fields["files"]))
         digest = content_hash(content)
-        with self.coll.lock:
-            existing = self._find_by_hash(digest)
-            if existing is not None:
-                return StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
-            if inp.supersedes is not None:
-                self._declared(inp.supersedes, inp.kind)  # refuse a bad target before embedding anything
+        # Early answers, before embedding anything; no lock: each is one read, and both are checked again under
+        # the lock before the write (a lock here cost a store shared by several processes two round trips).
+        existing = self._find_by_hash(digest)
+        if existing is not None:
+            return StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
+        if inp.supersedes is not None:
+            self._declared(inp.supersedes, inp.kind)  # refuse a bad target before embedding anything
         with self._tail_lock:
             return self._store_new(inp, content, tags, files, digest, report)
 
@@ -431,10 +427,11 @@ class MemoryService:
             # A merge happens only when the wording is kept (memory_unmerge gives it back): a memory holding
             # MAX_RESTATED other wordings takes no more, and the new one is stored on its own.
             if target is not None and current and kept is not None:
-                target_payload = dict(current[0].payload or {})
-                importance = max(float(target_payload.get("importance", 0.5)), inp.importance)
-                update: dict[str, Any] = {"updated_at": now, "importance": importance, **kept}
-                self.coll.set_payload(target.id, update)
+                target_memory = StoredMemory.from_payload(dict(current[0].payload or {}))
+                merged = target_memory.updated(
+                    updated_at=now, importance=max(target_memory.importance, inp.importance), **kept
+                )
+                self.coll.set_payload(target.id, merged.payload_of("updated_at", "importance", *kept))
                 similarity = judgement.comparison.similarity if judgement.comparison else None
                 return StoreOutcome(
                     target.id,
@@ -445,7 +442,7 @@ class MemoryService:
                     redacted=report or None,
                     merged={
                         "id": target.id,
-                        "content": target_payload.get("content", ""),
+                        "content": target_memory.content,
                         "wording": content,
                         **({"judged_by": judgement.judged_by} if judgement.judged_by else {}),
                     },
@@ -459,24 +456,23 @@ class MemoryService:
                     older = newest_of(self.coll, judgement.supersede.id, dict(stored[0].payload or {}))
             memory_id = str(uuid.uuid4())
             seq = tail[0] + 1 if tail else 0
-            payload = {
-                "content": content,
-                "ctx_text": context_text(content, tail[1] if tail else None),
-                "content_hash": digest,
-                "kind": inp.kind,
-                "tags": tags,
-                "importance": inp.importance,
-                "files": files,
-                "created_at": now,
-                "updated_at": now,
-                "thread": self.thread,
-                "seq": seq,
-            }
+            memory = StoredMemory(
+                content=content,
+                ctx_text=context_text(content, tail[1] if tail else None),
+                content_hash=digest,
+                kind=inp.kind,
+                tags=tags,
+                importance=inp.importance,
+                files=files,
+                created_at=now,
+                updated_at=now,
+                thread=self.thread,
+                seq=seq,
+                supersedes=older.id if older is not None else None,
+            )
+            self.coll.upsert([(memory_id, vectors, memory.to_payload())])
             if older is not None:
-                payload[SUPERSEDES] = older.id
-            self.coll.upsert([(memory_id, vectors, payload)])
-            if older is not None:
-                self.coll.set_payload(older.id, {SUPERSEDED_BY: memory_id})
+                self.coll.set_payload(older.id, link_payload(SUPERSEDED_BY, memory_id))
             self._tail = (seq, content)
         self._writes_since_check += 1
         if self._writes_since_check >= INDEX_CHECK_EVERY:
@@ -680,7 +676,8 @@ class MemoryService:
             vector = self.embedder.embed_documents([restated])[0]
             now = iso(self.clock())
             digest = content_hash(restated)
-            self.coll.set_payload(memory_id, fields)
+            holder = StoredMemory.from_payload(payload)
+            self.coll.set_payload(memory_id, holder.updated(**fields).payload_of(*fields))
             existing = self._find_by_hash(digest)
             if existing is not None:
                 # Stored again on its own since the merge: that memory is the wording's own.
@@ -691,20 +688,20 @@ class MemoryService:
                     "created": False,
                 }
             new_id = str(uuid.uuid4())
-            new_payload = {
-                "content": restated,
-                "ctx_text": restated,
-                "content_hash": digest,
-                "kind": payload.get("kind", "note"),
-                "tags": list(meta.get("tags", payload.get("tags", []))),
-                "importance": float(meta.get("importance", payload.get("importance", 0.5))),
-                "files": list(meta.get("files", payload.get("files", []))),
-                "created_at": str(meta.get("created_at") or now),
-                "updated_at": now,
+            new_payload = StoredMemory(
+                content=restated,
+                ctx_text=restated,
+                content_hash=digest,
+                kind=holder.kind,
+                tags=list(meta.get("tags", holder.tags)),
+                importance=float(meta.get("importance", holder.importance)),
+                files=list(meta.get("files", holder.files)),
+                created_at=str(meta.get("created_at") or now),
+                updated_at=now,
                 # A thread of its own: its place in the conversation it was said in was not kept.
-                "thread": f"unmerged-{new_id}",
-                "seq": 0,
-            }
+                thread=f"unmerged-{new_id}",
+                seq=0,
+            ).to_payload()
             self.coll.upsert([(new_id, {DENSE: vector, CTX: vector}, new_payload)])
         return {
             "unmerged": {"id": memory_id, "wording": restated},
@@ -736,13 +733,11 @@ class MemoryService:
                 return deleted
             successors, _ = self.coll.scroll(Scroll(limit=1, filter=where(thread=thread, seq=seq + 1)))
             for record in successors:
-                after = dict(record.payload or {})
-                content = str(after.get("content", ""))
-                vector = self.embedder.embed_documents([content])[0]
+                after = StoredMemory.from_payload(dict(record.payload or {}))
+                vector = self.embedder.embed_documents([after.content])[0]
                 self.coll.update_vector(str(record.id), CTX, vector)
-                self.coll.set_payload(
-                    str(record.id), {"ctx_text": searchable_context(content, after.get(RESTATED, []))}
-                )
+                rebuilt = after.updated(ctx_text=searchable_context(after.content, after.restated))
+                self.coll.set_payload(str(record.id), rebuilt.payload_of("ctx_text"))
             if self._tail is not None and self._tail[0] == seq and thread == self.thread:
                 self._tail = (seq, "")
         return deleted

@@ -219,6 +219,44 @@ class PlanRecord(BaseModel):
         payload["status"] = STALE if self.stale else FRESH
         return payload
 
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> PlanRecord:
+        """A plan as read from the store (its status, which follows ``stale``, and fields an older version
+        wrote, such as the old matcher's signature, are left behind)."""
+        return cls.model_validate({k: v for k, v in payload.items() if k in cls.model_fields})
+
+
+def use_payload(uses: int, at: datetime) -> dict[str, Any]:
+    """The update that counts a use of a plan (its new count, and when)."""
+    return {"uses": uses, "last_used_at": iso(at)}
+
+
+def reward_payload(
+    payload: dict[str, Any],
+    *,
+    success: bool,
+    score: float,
+    stale: bool,
+    stale_reason: str | None,
+    at: datetime,
+    used: bool,
+) -> dict[str, Any]:
+    """The update a reward writes to the plan ``payload``: the new score and status, the counters, and the use of
+    a replayed candidate (``used``)."""
+    update: dict[str, Any] = {
+        "score": score,
+        "stale": stale,
+        "status": STALE if stale else FRESH,
+        "stale_reason": stale_reason if stale else None,
+        "rewards": int(payload.get("rewards", 0)) + 1,
+        "successes": int(payload.get("successes", 0)) + (1 if success else 0),
+        "failures": int(payload.get("failures", 0)) + (0 if success else 1),
+        "rewarded_at": iso(at),
+    }
+    if used:
+        update.update(use_payload(int(payload.get("uses", 0)) + 1, at))
+    return update
+
 class PlanExportRecord(PlanRecord):
     """One plan as ``agent-memory export`` writes it (a line beside the memories) and import reads it."""
 

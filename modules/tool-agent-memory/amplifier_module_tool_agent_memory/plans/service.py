@@ -32,7 +32,7 @@ from ..config import PlanConfig
 from ..embeddings.providers import Embedder
 from ..errors import NotFound
 from ..redaction import redact_text
-from ..store.contract import DENSE, Collection, CollectionSpec, IndexSpec, iso, utc_now
+from ..store.contract import DENSE, Collection, CollectionSpec, IndexSpec, utc_now
 from ..store.query import Nearest, Scroll, Search, where
 from .models import (
     FRESH,
@@ -44,6 +44,8 @@ from .models import (
     PlanRewardInput,
     PlanStoreInput,
     redact_plan,
+    reward_payload,
+    use_payload,
 )
 
 logger = logging.getLogger(__name__)
@@ -321,15 +323,10 @@ class PlanService:
                 rewarded_at=old.get("rewarded_at") if old else None,
                 derived_from=inp.derived_from if inp.derived_from != plan_id else None,
             )
-            payload = self._payload(record)
-            self.coll.upsert([(plan_id, vec, payload)])
+            self.coll.upsert([(plan_id, vec, record.to_payload())])
         self._maybe_index()
         return StoreOutcome(plan_id, created=old is None, revived=bool(old and old.get("stale")), steps=len(actions),
                             redacted=redacted)
-
-    @staticmethod
-    def _payload(record: PlanRecord) -> dict[str, Any]:
-        return record.to_payload()
 
     def _nearest(self, vec: list[float], limit: int, only_fresh: bool) -> list[Any]:
         flt = where(status=FRESH) if only_fresh else None
@@ -384,7 +381,7 @@ class PlanService:
             if payload is None or payload.get("stale"):
                 return None
             uses = int(payload.get("uses", 0)) + 1
-            self.coll.set_payload(cand.plan_id, {"uses": uses, "last_used_at": iso(self.clock())})
+            self.coll.set_payload(cand.plan_id, use_payload(uses, self.clock()))
         return {
             "plan_id": cand.plan_id,
             "actions": payload.get("actions", []),
@@ -436,22 +433,13 @@ class PlanService:
                 elif score < self.config.stale_score:
                     reason = f"score {score:.3f} fell below {self.config.stale_score}"
             stale = was_stale or reason is not None
-            update: dict[str, Any] = {
-                "score": score,
-                "stale": stale,
-                "status": STALE if stale else FRESH,
-                "stale_reason": reason if stale else None,
-                "rewards": int(payload.get("rewards", 0)) + 1,
-                "successes": int(payload.get("successes", 0)) + (1 if inp.success else 0),
-                "failures": int(payload.get("failures", 0)) + (0 if inp.success else 1),
-                "rewarded_at": iso(self.clock()),
-            }
-            if inp.plan_id is not None and plan_id in self._offered:
-                # A candidate the agent replayed and now rewards: its use (a hit counted its use at lookup).
+            # A candidate the agent replayed and now rewards: its use (a hit counted its use at lookup).
+            used = inp.plan_id is not None and plan_id in self._offered
+            if used:
                 del self._offered[plan_id]
-                update["uses"] = int(payload.get("uses", 0)) + 1
-                update["last_used_at"] = iso(self.clock())
-            self.coll.set_payload(plan_id, update)
+            self.coll.set_payload(plan_id, reward_payload(
+                payload, success=inp.success, score=score, stale=stale, stale_reason=reason, at=self.clock(), used=used
+            ))
         if stale and not was_stale:
             logger.info("plan went stale", extra={"plan_id": plan_id, "reason": reason})
         return RewardOutcome(plan_id, previous, score, stale, stale and not was_stale, reason, similarity)
@@ -474,7 +462,7 @@ class PlanService:
             if payload is None:
                 raise NotFound(f"no plan with id {plan_id} for this identity")
             uses = int(payload.get("uses", 0)) + 1
-            self.coll.set_payload(plan_id, {"uses": uses, "last_used_at": iso(self.clock())})
+            self.coll.set_payload(plan_id, use_payload(uses, self.clock()))
         self._offered.pop(plan_id, None)
         return uses
 
@@ -531,7 +519,7 @@ class PlanService:
             points = []
             for record, vec in zip(chunk, vecs, strict=True):
                 plan = PlanRecord.model_validate(record.model_dump(exclude={"record", "plan_id"}))
-                points.append((plan_id_for(record.prompt), vec, self._payload(plan)))
+                points.append((plan_id_for(record.prompt), vec, plan.to_payload()))
             with self.coll.lock:
                 self.coll.upsert(points)
         self._maybe_index()
@@ -547,10 +535,13 @@ class PlanService:
         self, plans: Sequence[tuple[str, dict[str, Any]]], observer: Callable[[int], None] | None = None
     ) -> None:
         """Write plans read from another store as they were, each embedded from its prompt as :meth:`store` does."""
-        vectors = self.embedder.embed_documents([str(payload.get("prompt", "")) for _, payload in plans])
+        records = [(pid, PlanRecord.from_payload(payload)) for pid, payload in plans]
+        vectors = self.embedder.embed_documents([record.prompt for _, record in records])
         self.coll.observer = observer
         try:
-            self.coll.upsert([(pid, vec, payload) for (pid, payload), vec in zip(plans, vectors, strict=True)])
+            self.coll.upsert(
+                [(pid, vec, record.to_payload()) for (pid, record), vec in zip(records, vectors, strict=True)]
+            )
         finally:
             self.coll.observer = None
 

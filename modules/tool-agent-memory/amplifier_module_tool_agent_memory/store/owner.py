@@ -40,9 +40,16 @@ SOCKET_FILE = ".sock"
 _MAX_UNIX_PATH = 100
 
 
+# Set to "tcp", the owner listens on 127.0.0.1 even where AF_UNIX is there: what Windows does, so Linux runs
+# that path too (the tests), and a way round a file system that cannot hold a socket.
+TRANSPORT_ENV = "AGENT_MEMORY_OWNER_TRANSPORT"
+
+
 def socket_path(store_path: Path) -> Path | None:
     """Where the owner's AF_UNIX socket is, or None where TCP on loopback is used instead."""
     if sys.platform == "win32" or not hasattr(socket, "AF_UNIX"):
+        return None
+    if os.environ.get(TRANSPORT_ENV, "").strip().lower() == "tcp":
         return None
     path = store_path / SOCKET_FILE
     return path if len(os.fsencode(path)) <= _MAX_UNIX_PATH else None
@@ -82,6 +89,14 @@ def connect(info: dict[str, Any], timeout_s: float = 2.0) -> socket.socket:
     return sock
 
 
+# Calls of a batch that run even after an earlier one failed: the process counts its locks as taken and released.
+ALWAYS_RUN = frozenset({"open", "lock", "unlock"})
+
+
+class NotRun(Exception):
+    """A call of a batch that was not run because an earlier one failed."""
+
+
 class OwnerServer:
     """Serves the calls of the other processes of one identity on the owner's open collections."""
 
@@ -107,13 +122,9 @@ class OwnerServer:
 
     def start(self) -> None:
         """Listen, then publish the owner record (connections before it is published cannot know the token)."""
-        path = socket_path(self.store_path)
-        if path is not None:
-            path.unlink(missing_ok=True)  # a dead owner's: this process holds the store lock
-            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            listener.bind(str(path))
-            os.chmod(path, 0o600)
-            info: dict[str, Any] = {"family": "unix", "address": str(path)}
+        bound = self._bind_unix()
+        if bound is not None:
+            listener, info = bound
         else:
             listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             listener.bind(("127.0.0.1", 0))
@@ -123,6 +134,23 @@ class OwnerServer:
         threading.Thread(target=self._accept, name="agent-memory-owner", daemon=True).start()
         self._publish({**info, "token": self._token, "pid": os.getpid()})
         logger.info("store shared", extra={"path": str(self.store_path), "family": info["family"]})
+
+    def _bind_unix(self) -> tuple[socket.socket, dict[str, Any]] | None:
+        """The AF_UNIX listener, or None where there is none: TCP on loopback then (a file system that cannot
+        hold a socket, such as some network or FUSE mounts, included)."""
+        path = socket_path(self.store_path)
+        if path is None:
+            return None
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            path.unlink(missing_ok=True)  # a dead owner's: this process holds the store lock
+            listener.bind(str(path))
+            os.chmod(path, 0o600)
+        except OSError:
+            listener.close()
+            logger.warning("no socket file possible in the store folder: TCP on 127.0.0.1", exc_info=True)
+            return None
+        return listener, {"family": "unix", "address": str(path)}
 
     def _publish(self, record: dict[str, Any]) -> None:
         final = self.store_path / OWNER_FILE
@@ -189,17 +217,10 @@ class OwnerServer:
             wire.send(conn, {"r": self._hello})
             while True:
                 message = wire.receive(conn)
-                try:
-                    result = self._dispatch(message, colls, held)
-                except Exception as exc:
-                    wire.send(conn, {"e": wire.error_message(exc)})
-                    continue
-                except BaseException as exc:  # a Rust panic is a BaseException: answer it, keep serving
-                    if isinstance(exc, KeyboardInterrupt | SystemExit):
-                        raise
-                    wire.send(conn, {"e": wire.error_message(exc)})
-                    continue
-                wire.send(conn, {"r": result})
+                if message.get("op") == "batch":
+                    wire.send(conn, {"r": self._batch((message.get("a") or {}).get("calls") or [], colls, held)})
+                else:
+                    wire.send(conn, self._answer(message, colls, held))
         except wire.ConnectionLost:
             pass
         except Exception:
@@ -217,6 +238,41 @@ class OwnerServer:
                 self._threads.discard(threading.current_thread())
             with contextlib.suppress(OSError):
                 conn.close()
+
+    def _answer(
+        self, message: dict[str, Any], colls: dict[str, BaseCollection], held: dict[str, int]
+    ) -> dict[str, Any]:
+        """One call's answer: ``{"r": result}`` or ``{"e": error}``."""
+        try:
+            return {"r": self._dispatch(message, colls, held)}
+        except Exception as exc:
+            return {"e": wire.error_message(exc)}
+        except BaseException as exc:  # a Rust panic is a BaseException: answer it, keep serving
+            if isinstance(exc, KeyboardInterrupt | SystemExit):
+                raise
+            return {"e": wire.error_message(exc)}
+
+    def _batch(self, calls: list[Any], colls: dict[str, BaseCollection], held: dict[str, int]) -> list[dict[str, Any]]:
+        """Several calls of one process in one request, run in order, each answered with its result or error.
+
+        After a call fails the later ones are not run (answered so), as they would not have been one by one: a
+        step's write must not follow a read that failed. Opening a collection and its lock and unlock always
+        run, so a process's locks stay as it counts them.
+        """
+        answers: list[dict[str, Any]] = []
+        failed: int | None = None
+        for n, call in enumerate(calls):
+            op = call.get("op") if isinstance(call, dict) else None
+            if op == "batch":
+                answers.append({"e": wire.error_message(ValueError("a batch cannot hold a batch"))})
+            elif failed is not None and op not in ALWAYS_RUN:
+                answers.append({"e": wire.error_message(NotRun(f"not run: call {failed} of the batch failed"))})
+                continue
+            else:
+                answers.append(self._answer(call if isinstance(call, dict) else {}, colls, held))
+            if "e" in answers[-1] and failed is None:
+                failed = n
+        return answers
 
     def _dispatch(self, message: dict[str, Any], colls: dict[str, BaseCollection], held: dict[str, int]) -> Any:
         op = str(message.get("op"))

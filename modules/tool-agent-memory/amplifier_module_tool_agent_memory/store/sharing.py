@@ -82,6 +82,12 @@ class _Conn:
     sock: socket.socket
     generation: int
     opened: set[str] = field(default_factory=set)
+    # Answers still to read of requests sent without waiting (an unlock): read before the next answer.
+    unread: int = 0
+
+
+# A call waiting to go with the thread's next request: (its collection, the request).
+_Op = tuple["SharedCollection | None", dict[str, Any]]
 
 
 class SharedStore:
@@ -323,12 +329,43 @@ class SharedStore:
             self._conns.append(conn)
         return conn
 
-    def _send(self, conn: _Conn, message: dict[str, Any]) -> Any:
-        wire.send(conn.sock, message)
+    def _pending(self) -> list[_Op]:
+        """The calls this thread has not sent yet (its collection locks), in this role of the store.
+
+        A lock is sent with the thread's next call, in one request: a read-modify-write step pays no round
+        trip for it. Those of an ended role are dropped: :meth:`_restore_locks` queues them again.
+        """
+        pending: tuple[int, list[_Op]] | None = getattr(self._tls, "pending", None)
+        if pending is None or pending[0] != self._generation:
+            pending = (self._generation, [])
+            self._tls.pending = pending
+        return pending[1]
+
+    def _request(self, conn: _Conn, ops: Sequence[_Op]) -> Any:
+        """Send ``ops`` as one request (a batch when several, each collection opened first where it is not yet)
+        and wait for the answer: the last call's result; the first error is raised."""
+        calls: list[dict[str, Any]] = []
+        opening: set[str] = set()
+        for coll, message in ops:
+            if coll is not None and coll.name not in conn.opened and coll.name not in opening:
+                calls.append({"op": "open", "c": None, "a": {"spec": wire.spec_out(coll.spec)}})
+                opening.add(coll.name)
+            calls.append(message)
+        while conn.unread:
+            wire.receive(conn.sock)  # an unlock's answer: it has nothing to report
+            conn.unread -= 1
+        wire.send(conn.sock, calls[0] if len(calls) == 1 else {"op": "batch", "c": None, "a": {"calls": calls}})
         answer = wire.receive(conn.sock)
         if "e" in answer:
             wire.raise_error(answer["e"])
-        return answer["r"]
+        conn.opened |= opening
+        if len(calls) == 1:
+            return answer["r"]
+        answers: list[dict[str, Any]] = answer["r"]
+        for each in answers:
+            if "e" in each:
+                wire.raise_error(each["e"])
+        return answers[-1]["r"]
 
     def _call(
         self,
@@ -337,7 +374,8 @@ class SharedStore:
         args: Callable[[], dict[str, Any]],
         local: Callable[[Any], Any],
     ) -> Any:
-        """Run one call: on the local collection (or store) when this process owns it, else at the owner.
+        """Run one call: on the local collection (or store) when this process owns it, else at the owner, in one
+        request with the locks this thread took since its last call.
 
         A lost owner is replaced (:meth:`_join`) and the call made again: every call is idempotent.
         """
@@ -349,17 +387,16 @@ class SharedStore:
                 if owned is not None:
                     return local(owned.collection(coll.spec) if coll is not None else owned)
                 conn = self._connection()
-                if coll is not None:
-                    self._open_remote(conn, coll)
-                return self._send(conn, {"op": op, "c": coll.name if coll is not None else None, "a": args()})
+                pending = self._pending()
+                message = {"op": op, "c": coll.name if coll is not None else None, "a": args()}
+                try:
+                    return self._request(conn, [*pending, (coll, message)])
+                finally:
+                    # Sent (or the owner is gone, and with it the locks: they are queued again for the next).
+                    pending.clear()
             except wire.ConnectionLost:
                 logger.warning("the store's owner is gone: joining again", extra={"path": str(self._path)})
                 self._join(generation)
-
-    def _open_remote(self, conn: _Conn, coll: SharedCollection) -> None:
-        if coll.name not in conn.opened:
-            self._send(conn, {"op": "open", "c": None, "a": {"spec": wire.spec_out(coll.spec)}})
-            conn.opened.add(coll.name)
 
     # Collection locks
 
@@ -389,9 +426,8 @@ class SharedStore:
                     local.lock.__enter__()
                     state.local = local
                 else:
-                    conn = self._connection()
-                    self._open_remote(conn, coll)
-                    self._send(conn, {"op": "lock", "c": coll.name, "a": {}})
+                    # Taken at the owner with this thread's next call (nothing runs there before it).
+                    self._pending().append((coll, {"op": "lock", "c": coll.name, "a": {}}))
                     state.local = None
                 # Taken in this role: released in it (a lock taken just after a handover is the new owner's).
                 state.generation = generation
@@ -409,9 +445,18 @@ class SharedStore:
         if state.local is not None:
             state.local.lock.__exit__(None, None, None)
             return
-        # An owner that died meanwhile took its locks with it.
+        pending = self._pending()
+        for n in range(len(pending) - 1, -1, -1):
+            if pending[n][0] is coll and pending[n][1]["op"] == "lock":
+                del pending[n]  # never sent: no call was made under it, nothing to release
+                return
+        # Sent without waiting for its answer (read before the next one): an unlock has nothing to report, and the
+        # connection's calls run in order, so this thread's next call finds it released. An owner that died
+        # meanwhile took its locks with it.
         with contextlib.suppress(wire.ConnectionLost):
-            self._send(self._connection(), {"op": "unlock", "c": coll.name, "a": {}})
+            conn = self._connection()
+            wire.send(conn.sock, {"op": "unlock", "c": coll.name, "a": {}})
+            conn.unread += 1
 
     def _restore_locks(self) -> None:
         """Take again, in the present role, the collection locks this thread held in an ended one."""
