@@ -153,7 +153,7 @@ def test_a_substituted_noun_amid_shared_values_is_another_thing(comparator: Comp
 
 
 def test_a_number_before_a_comma_does_not_count_the_next_word(comparator: Comparator) -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     reading = read("Keep 3, delete the rest")
     assert reading.slots[0].unit is None
@@ -161,20 +161,14 @@ def test_a_number_before_a_comma_does_not_count_the_next_word(comparator: Compar
 
 
 def test_an_ordinal_used_as_an_adverb_is_no_number(comparator: Comparator) -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     assert not read("Back up the notes first").slots
     assert read("Pay the rent on the first of the month").slots[0].key == "#1"
 
 
-def test_one_used_as_a_pronoun_is_no_count() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
-
-    assert not read("Choose one we can afford").slots
-
-
 def test_a_two_letter_abbreviation_with_dots_is_not_a_file_name() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     assert not [s for s in read("Use a hosted runner, e.g. a GitHub one").slots if s.kind == "path"]
 
@@ -237,7 +231,7 @@ def test_every_other_is_every_second(comparator: Comparator) -> None:
 
 
 def test_a_pronoun_with_an_auxiliary_is_a_function_word() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     assert [item.text for item in read("I'd say we're ready").items] == ["say", "ready"]
 
@@ -246,12 +240,6 @@ def test_a_left_over_verb_and_a_left_over_name_are_not_one_substituted_name(comp
     result = comparator.compare("Add retries to the nightly export job", "Give the export job retries in Jenkins")
     assert ("name", "Add", "Jenkins") not in {(d.kind, d.old, d.new) for d in result.differences}
     assert ("qualifier", None, "Jenkins") in {(d.kind, d.old, d.new) for d in result.differences}
-
-
-def test_an_hour_in_the_morning_is_a_time() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
-
-    assert [(s.kind, s.key) for s in read("Water the lawn at 6 in the morning").slots] == [("time", "06:00")]
 
 
 def test_a_place_one_request_adds_is_a_change(comparator: Comparator) -> None:
@@ -279,30 +267,10 @@ def test_a_hyphenated_name_with_a_one_letter_part_is_an_identifier(comparator: C
     assert not result.same and "identifier" in kinds(result)
 
 
-def test_thousands_written_with_k_or_a_scale_word_are_the_number() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
-
-    texts = ("a budget of 64k", "a budget of 64 thousand", "a budget of 64,000")
-    keys = {s.key for text in texts for s in read(text).slots}
-    assert keys == {"64000"}
-
-
-def test_a_time_with_dotted_pm_is_a_time() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
-
-    assert [(s.kind, s.key) for s in read("Call me at 7 p.m. sharp").slots] == [("time", "19:00")]
-
-
 def test_no_before_a_number_is_the_number_sign() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     assert read("Book room no. 12 for Friday").negations == 0
-
-
-def test_a_hex_id_that_looks_like_scientific_notation_is_no_number() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
-
-    assert [s.kind for s in read("Ticket 1e7014479 was triaged").slots] == ["identifier"]
 
 
 _VALUE_LIKE = st.text(alphabet=st.sampled_from(list("0123456789eExk.,-+/:%$#@'\" amptoinbyhalfover")), max_size=60)
@@ -342,12 +310,6 @@ def test_a_loose_rewording_that_brings_another_name_is_no_restatement(comparator
     assert not result.same, result.reason
 
 
-def test_an_hour_in_words_before_the_part_of_the_day_is_a_time() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
-
-    assert [(s.kind, s.key) for s in read("Wake me at seven in the evening").slots] == [("time", "19:00")]
-
-
 def test_a_fortnight_is_two_weeks(comparator: Comparator) -> None:
     result = comparator.compare("Keep the backups for a fortnight", "Keep the backups for two weeks")
     assert result.same, result.reason
@@ -358,45 +320,24 @@ def test_no_more_than_is_an_upper_bound_not_a_negation(comparator: Comparator) -
     assert result.same, result.reason
 
 
-def test_half_past_and_quarter_to_are_times() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
-
-    assert [(s.kind, s.key) for s in read("Call me at half past four").slots] == [("time", "04:30")]
-    assert [(s.kind, s.key) for s in read("Call me at quarter to nine").slots] == [("time", "08:45")]
-
-
 def test_an_hour_o_clock_is_a_time(comparator: Comparator) -> None:
     result = comparator.compare("Start the backup at 11 o'clock", "Start the backup at 11:00")
     assert result.same, result.reason
 
 
-def test_per_cent_in_two_words_is_a_percentage() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
-
-    assert [(s.kind, s.key) for s in read("Give 12 per cent off").slots] == [("number", "0.12")]
-
-
 def test_a_day_past_twelve_over_a_month_is_a_date_and_a_split_stays_a_ratio(comparator: Comparator) -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     assert comparator.compare("The offer ends 28/2", "The offer ends 28 February").same
     assert [s.kind for s in read("Use an 80/20 split").slots] == ["number"]
 
 
 def test_a_weekday_with_a_possessive_is_still_the_weekday() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     possessive = [(s.kind, s.key) for s in read("Cancel Sunday's rehearsal").slots]
     assert possessive == [(s.kind, s.key) for s in read("Cancel the rehearsal on Sunday").slots]
     assert possessive and possessive[0][0] == "date"
-
-
-def test_the_start_of_a_range_takes_the_unit_of_its_end() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
-
-    assert [s.key for s in read("Close the shop 2-5pm").slots] == ["14:00", "17:00"]
-    assert [s.key for s in read("Keep the logs from 30 to 90 days").slots] == ["2592000s", "7776000s"]
-    assert [s.key for s in read("Run 3 to 5 replicas").slots] == ["3", "5"]
 
 
 def test_older_than_a_duration_is_a_lower_bound_on_age(comparator: Comparator) -> None:
@@ -405,7 +346,7 @@ def test_older_than_a_duration_is_a_lower_bound_on_age(comparator: Comparator) -
 
 
 def test_the_first_few_of_something_is_no_ordinal_count(comparator: Comparator) -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     assert [s.key for s in read("Trim the first 8 seconds of demo.mp4").slots] == ["8s", "demo.mp4"]
     assert not comparator.compare("Trim the first 8 seconds of demo.mp4", "Trim the last 8 seconds of demo.mp4").same
@@ -425,7 +366,7 @@ def test_a_unit_and_a_half_is_one_duration(comparator: Comparator) -> None:
 
 
 def test_a_range_ending_in_a_part_of_the_day_puts_its_start_there_too() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     assert [s.key for s in read("Open the hall from 2 to 5 in the afternoon").slots] == ["14:00", "17:00"]
 
@@ -449,19 +390,19 @@ def test_a_number_joined_to_its_unit_by_a_hyphen_carries_the_unit(comparator: Co
 
 
 def test_noon_is_twelve_o_clock() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     assert [(s.kind, s.key) for s in read("Lunch is served at noon").slots] == [("time", "12:00")]
 
 
 def test_the_first_day_of_a_date_range_takes_the_month_of_its_end() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     assert [s.key for s in read("Block the hall 11-13 March").slots] == [s.key for s in read(
         "Block the hall from March 11 to March 13").slots]
 
 
 def test_twenty_four_seven_is_no_date() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     assert [s.kind for s in read("Keep the hotline open 24/7").slots] != ["date"]

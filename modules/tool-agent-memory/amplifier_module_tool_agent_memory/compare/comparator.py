@@ -7,7 +7,7 @@ pairs of two cases), and the memory and cache figures stayed the same.
 
 How it decides, in order:
 
-1. **Values** (see :mod:`.extract`): numbers with their units and rates, durations, dates,
+1. **Values** (see :mod:`.read`): numbers with their units and rates, durations, dates,
    times, versions, URLs (a changed scheme is named as such), paths, identifiers, colours
    and quoted strings must agree. A value on one side only is a difference too (an added
    "and set weight decay to 0.05").
@@ -45,8 +45,8 @@ from functools import lru_cache
 from typing import Literal
 
 from ..embeddings import Embedder
-from .extract import Item, Reading, Slot, read, stem
 from .lexicon import DETERMINERS, FUNCTION_WORDS, NUMBER_WORDS, PREPOSITIONS
+from .read import Item, Reading, Slot, read, stem
 from .subject import subject_positions
 from .types import Comparison, Difference, Verdict
 from .wordnet import Relation, Synset, WordNet, default_wordnet

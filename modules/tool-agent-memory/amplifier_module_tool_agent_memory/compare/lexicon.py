@@ -99,7 +99,7 @@ NUMBER_WORDS: dict[str, float] = {
     "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
     "hundred": 100, "thousand": 1000, "million": 1_000_000, "billion": 1_000_000_000, "dozen": 12,
 }
-"""Cardinal number words (compounds such as "twenty-five" are summed by the extractor)."""
+"""Cardinal number words (compounds such as "twenty-five" are summed by the reader)."""
 
 MULTIPLIERS: dict[str, str] = {
     "twice": "2", "thrice": "3", "double": "2", "doubled": "2", "doubles": "2", "triple": "3", "tripled": "3",

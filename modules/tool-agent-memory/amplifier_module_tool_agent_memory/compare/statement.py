@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .extract import read, stem
 from .lexicon import ABBREVIATIONS, FUNCTION_WORDS, NOUN_DETERMINERS
+from .read import read, stem
 from .subject import dating_word, subject_positions
 from .wordnet import default_wordnet
 

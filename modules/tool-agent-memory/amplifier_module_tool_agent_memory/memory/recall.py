@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ..compare.extract import stem
 from ..compare.lexicon import FUNCTION_WORDS
+from ..compare.read import stem
 from ..config import RecallConfig, RecallGateConfig
 from ..store.contract import DENSE
 from ..store.query import AnyOf, IsEmpty, Order, Scroll, all_of

@@ -293,7 +293,7 @@ def read(text: str) -> Reading:
             elif low == "no" and text[m.end() : m.end() + 1] == "." and _next_is_number(matches, i):
                 pass  # "no. 17": the number sign, not a negation
             elif low in ("no", "not") and _comparative_than(matches, i):
-                tokens.append("no")  # "no / not more than 6": a bound (lexicon.BOUNDS), not a negation
+                tokens.append("no")  # "no / not more than 6": a bound, not a negation
             elif low.endswith("n't") or low in NEGATORS:
                 tokens.append("not")
             elif low == "longer" and i > 0 and matches[i - 1].group(0).lower() == "no":
