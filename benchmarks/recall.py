@@ -402,7 +402,7 @@ def longer(prompt: str, filler: list[str], words: int, rng: random.Random) -> st
 
 
 async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: dict[str, Any],
-                  per_bucket: int, samples_out: Path | None = None) -> None:
+                  per_bucket: int, samples_out: Path | None = None, query_words: int | None = None) -> None:
     """Each prompt is the first turn of a new session (briefing and recall both computed). In the same run, for
     the same prompts: the first request's time with recall off (one session for all prompts), and memory_search."""
     rng = random.Random(7)
@@ -423,7 +423,14 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
                          ResolvedIdentity(ident, "config"))
     print(f"({holder.memory().coll.count()} memories in the store)")
     # A long timeout: under load the work is measured, not cut at recall.timeout_ms.
-    on_config = {"recall": {"gate": gate, "timeout_ms": 30_000}, "embeddings": {"query_cache_size": 0}}
+    on_config: dict[str, Any] = {"recall": {"gate": gate, "timeout_ms": 30_000}, "embeddings": {"query_cache_size": 0}}
+    if query_words is not None:
+        on_config["recall"]["query_words"] = query_words
+    # Warm up first: the process's first session loads the embedding model (~0.5 s), a cold start, not a turn.
+    warm = Session(root, ident, on_config)
+    await warm.start()
+    await warm.ask(pool[0])
+    await warm.close()
     raw: dict[str, dict[str, list[float]]] = {}
     for label, prompts in buckets.items():
         waits, works, briefs, searches, embeds, on_first, off_first = [], [], [], [], [], [], []
@@ -557,7 +564,7 @@ async def main_async(args: argparse.Namespace) -> int:
             await fill_store(all_samples, workdir, ident, args.latency_fill)
             print(f"\nLatency at {args.latency_fill} memories, query cache off:")
             out = Path(args.samples_json) if args.samples_json else None
-            await latency(all_samples, workdir, ident, gate, args.per_bucket, out)
+            await latency(all_samples, workdir, ident, gate, args.per_bucket, out, args.query_words)
     print(f"\ntotal {time.perf_counter() - started:.0f} s; timings on a shared 2-core machine are noisy: "
           "compare the on/off columns of one run")
     return 0
@@ -573,6 +580,7 @@ def main() -> int:
     parser.add_argument("--latency-fill", type=int, default=10_000, help="memories of the latency store (0: none)")
     parser.add_argument("--long-prompts", action="store_true",
                         help="evidence / foreign nothing of 30- and 60-word prompts, query embedding bounded vs whole")
+    parser.add_argument("--query-words", type=int, help="recall.query_words of the latency sessions (0: whole prompt)")
     parser.add_argument("--fill-only", action="store_true", help="latency on the filled store only")
     parser.add_argument("--samples-json", help="write the filled store's latency samples here (JSON)")
     parser.add_argument("--per-bucket", type=int, default=60, help="prompts per length bucket")
