@@ -329,6 +329,67 @@ def report(name: str, results: list[dict[str, Any]]) -> None:
           f"   {reasons}")
 
 
+# ------------------------------------------------------------------------------------ long prompts
+
+
+def long_prompt_figures(sample: dict[str, Any], others: list[dict[str, Any]], root: Path, ids: dict[str, str],
+                        words: int, request_first: bool, query_words: int) -> tuple[list[bool], list[bool]]:
+    """Each own and foreign question padded to ``words`` words with other conversations' questions (speakers
+    renamed), the question first or last; recall with its query embedding reading ``query_words`` words (0: all).
+    (own: evidence shown, foreign: nothing injected)."""
+    from amplifier_module_tool_agent_memory.amplifier.recall_hooks import RECALL_INTRO, RECALL_TAG
+    from amplifier_module_tool_agent_memory.config import parse_config
+    from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
+    from amplifier_module_tool_agent_memory.memory.recall import HOW_TO_MORE, Recaller, render_block
+    from amplifier_module_tool_agent_memory.runtime import AgentMemory
+
+    cfg = parse_config({"storage_root": str(root), "embeddings": {"query_cache_size": 0},
+                        "recall": {"query_words": query_words}})
+    runtime = AgentMemory(cfg, ResolvedIdentity(identity(sample), "config"))
+    recaller = Recaller(runtime.memory(), cfg.recall)
+    filler = foreign_questions(sample, others)
+    rng = random.Random(11)  # the same padding for every setting compared
+
+    def padded(question: str) -> str:
+        pad = longer("", filler, words - len(question.split()), rng).split()
+        return " ".join([question, *pad] if request_first else [*pad, question])
+
+    intro = RECALL_INTRO.format(more=HOW_TO_MORE)
+    own: list[bool] = []
+    for q in questions(sample):
+        recalled = recaller.recall(padded(str(q["question"])))
+        _, shown = render_block(RECALL_TAG, intro, recalled.memories, cfg.recall.budget_tokens)
+        own.append(bool(set(shown) & {ids[e] for e in q["evidence"] if e in ids}))
+    foreign = [not recaller.recall(padded(text)).memories for text in filler]
+    runtime.close()
+    return own, foreign
+
+
+def long_prompts(halves: dict[str, list[dict[str, Any]]], root: Path, ids: dict[str, dict[str, str]]) -> None:
+    """Evidence injected / foreign nothing for 30- and 60-word prompts, the query embedding bounded (the default
+    ``recall.query_words``) and whole, side by side on both halves."""
+    from amplifier_module_tool_agent_memory.config import RecallConfig
+
+    bound = RecallConfig().query_words
+    print(f"\nLong prompts (a question padded with other conversations' questions, speakers renamed), evidence "
+          f"injected / foreign nothing, query embedding of the first {bound} words vs the whole prompt:")
+    print(f"{'half':<6}{'words':>6}  {'question':<9}{f'first {bound}':>16}{'whole':>16}")
+    for name, half in halves.items():
+        for words in LENGTHS[:2]:
+            for request_first in (True, False):
+                line = f"{name:<6}{words:>6}  {'first' if request_first else 'last':<9}"
+                for query_words in (bound, 0):
+                    own: list[bool] = []
+                    foreign: list[bool] = []
+                    for s in half:
+                        o, f = long_prompt_figures(s, [x for x in half if x is not s], root, ids[s["sample_id"]],
+                                                   words, request_first, query_words)
+                        own += o
+                        foreign += f
+                    line += f"{statistics.fmean(own):>9.3f} /{statistics.fmean(foreign):>5.3f}"
+                print(line)
+
+
 # ---------------------------------------------------------------------------------------- latency
 
 
@@ -341,7 +402,7 @@ def longer(prompt: str, filler: list[str], words: int, rng: random.Random) -> st
 
 
 async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: dict[str, Any],
-                  per_bucket: int, samples_out: Path | None = None) -> None:
+                  per_bucket: int, samples_out: Path | None = None, query_words: int | None = None) -> None:
     """Each prompt is the first turn of a new session (briefing and recall both computed). In the same run, for
     the same prompts: the first request's time with recall off (one session for all prompts), and memory_search."""
     rng = random.Random(7)
@@ -362,7 +423,14 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
                          ResolvedIdentity(ident, "config"))
     print(f"({holder.memory().coll.count()} memories in the store)")
     # A long timeout: under load the work is measured, not cut at recall.timeout_ms.
-    on_config = {"recall": {"gate": gate, "timeout_ms": 30_000}, "embeddings": {"query_cache_size": 0}}
+    on_config: dict[str, Any] = {"recall": {"gate": gate, "timeout_ms": 30_000}, "embeddings": {"query_cache_size": 0}}
+    if query_words is not None:
+        on_config["recall"]["query_words"] = query_words
+    # Warm up first: the process's first session loads the embedding model (~0.5 s), a cold start, not a turn.
+    warm = Session(root, ident, on_config)
+    await warm.start()
+    await warm.ask(pool[0])
+    await warm.close()
     raw: dict[str, dict[str, list[float]]] = {}
     for label, prompts in buckets.items():
         waits, works, briefs, searches, embeds, on_first, off_first = [], [], [], [], [], [], []
@@ -483,6 +551,9 @@ async def main_async(args: argparse.Namespace) -> int:
                        for s in half]
             report(name, results)
 
+    if args.long_prompts:
+        long_prompts(halves, workdir, ids)
+
     if args.latency or args.latency_only:
         all_samples = [s for half in halves.values() for s in half]
         if not args.fill_only:
@@ -493,7 +564,7 @@ async def main_async(args: argparse.Namespace) -> int:
             await fill_store(all_samples, workdir, ident, args.latency_fill)
             print(f"\nLatency at {args.latency_fill} memories, query cache off:")
             out = Path(args.samples_json) if args.samples_json else None
-            await latency(all_samples, workdir, ident, gate, args.per_bucket, out)
+            await latency(all_samples, workdir, ident, gate, args.per_bucket, out, args.query_words)
     print(f"\ntotal {time.perf_counter() - started:.0f} s; timings on a shared 2-core machine are noisy: "
           "compare the on/off columns of one run")
     return 0
@@ -507,6 +578,9 @@ def main() -> int:
     parser.add_argument("--latency", action="store_true", help="measure the latency the hook adds")
     parser.add_argument("--latency-only", action="store_true", help="only the latency (no evidence figures)")
     parser.add_argument("--latency-fill", type=int, default=10_000, help="memories of the latency store (0: none)")
+    parser.add_argument("--long-prompts", action="store_true",
+                        help="evidence / foreign nothing of 30- and 60-word prompts, query embedding bounded vs whole")
+    parser.add_argument("--query-words", type=int, help="recall.query_words of the latency sessions (0: whole prompt)")
     parser.add_argument("--fill-only", action="store_true", help="latency on the filled store only")
     parser.add_argument("--samples-json", help="write the filled store's latency samples here (JSON)")
     parser.add_argument("--per-bucket", type=int, default=60, help="prompts per length bucket")

@@ -258,6 +258,8 @@ async def _calls_worker(opts: argparse.Namespace) -> None:
             "plan_lookup": await call("plan_lookup", {"prompt": PLAN_PROMPTS[k % 3] if k % 2 == 0 else texts[k]}),
         }
         for tool, sent in made.items():
+            if tool == "plan_lookup":
+                tool += " (hit)" if k % 2 == 0 else " (miss)"
             log.put(t="calls", tool=tool, frames=sent)
     log.put(t="done", at=time.time())
     rt.close()
@@ -692,9 +694,9 @@ def phase_calls(opts: argparse.Namespace, work: Path, base: Path) -> None:
         counted[tree] = per_tool
         shutil.rmtree(root, ignore_errors=True)
     print(f"\n== requests a client sends the owner per tool call ({CALL_ROUNDS} calls each, after a warm-up; a batch "
-          "is one request; plan_lookup alternates a hit and a miss)")
+          "is one request; an unlock is not waited for; plan_lookup alternates a hit, which counts a use, and a miss)")
     rows = []
-    for tool in ("memory_store", "memory_search", "cache_write", "plan_lookup"):
+    for tool in ("memory_store", "memory_search", "cache_write", "plan_lookup (hit)", "plan_lookup (miss)"):
         row: list[object] = [tool]
         for tree, _ in _trees(opts):
             calls = counted[tree].get(tool, [])

@@ -220,3 +220,61 @@ def make_cache(make_runtime: Callable[..., AgentMemory], clock: Any) -> Callable
         return cache_service(make_runtime, clock, identity=identity, **cache)
 
     return factory
+
+
+class SecretProbe:
+    """Stores a secret-bearing text through every tool that keeps text (memory_store with it in a tag too,
+    cache_write with it in the file reference, plan_store with it in the prompt and nested arguments) and
+    gives the redaction tests what to look through afterwards."""
+
+    @staticmethod
+    def plan(text: str, n: int) -> dict[str, Any]:
+        """The plan the probe stores for ``text``: the text in its prompt and in nested arguments."""
+        return {
+            "prompt": f"task {n}: run the setup with {text}"[:2000],
+            "actions": [{"tool": "bash", "args": {"command": text, "env": {"nested": [text]}}}],
+        }
+
+    async def store(self, tools: dict[str, Any], text: str, n: int) -> dict[str, Any]:
+        """The three tools' answers; each must say it redacted something."""
+        from memory_helpers import output_of
+
+        memory = output_of(await tools["memory_store"].execute(
+            {"content": f"note {n}: {text}", "tags": [text] if len(text) <= 100 else [], "files": [f"notes/{n}.txt"]}
+        ))
+        item = output_of(await tools["cache_write"].execute(
+            {"kind": "snippet", "content": f"snippet {n}: {text}", "file_ref": text[:200], "scope": f"task:{n % 4}"}
+        ))
+        plan = output_of(await tools["plan_store"].execute(self.plan(text, n)))
+        assert memory.get("redacted") and item.get("redacted") and plan.get("redacted"), text
+        return {"memory": memory, "item": item, "plan": plan}
+
+    @staticmethod
+    def stored_text(root: Path) -> str:
+        """Every byte under ``root`` (the journal's and the engine's files), as text."""
+        return b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file()).decode("utf-8", "replace")
+
+
+@pytest.fixture
+def secret_probe() -> SecretProbe:
+    """See :class:`SecretProbe`."""
+    return SecretProbe()
+
+
+@pytest.fixture
+async def recorded_events(mount_tools: Callable[..., Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Tools mounted with a hook on every event the module emits: (tools, the events seen, in order)."""
+    from amplifier_core import HookResult
+
+    from amplifier_module_tool_agent_memory.events import EVENTS
+
+    tools, coordinator = await mount_tools()
+    seen: list[dict[str, Any]] = []
+
+    async def record(event: str, data: dict[str, Any]) -> HookResult:
+        seen.append({"event": event, **data})
+        return HookResult(action="continue")
+
+    for event in EVENTS:
+        coordinator.hooks.register(event, record, name=f"test-{event}")
+    return tools, seen

@@ -10,16 +10,18 @@ import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from memory_helpers import output_of, runtime_tools
 from secret_kinds import CASES, KINDS, SURROUNDINGS, Case, leaked
 
 from amplifier_module_tool_agent_memory.cli.main import main as cli_main
-from amplifier_module_tool_agent_memory.events import EVENTS
 from amplifier_module_tool_agent_memory.redaction import redact, redact_json
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
+
+if TYPE_CHECKING:
+    from conftest import SecretProbe
 
 IDS = [f"{c.kind}-{c.surrounding}" for c in CASES]
 
@@ -57,31 +59,10 @@ SPREAD: tuple[Case, ...] = tuple(
 )
 
 
-def _plan(case: Case, n: int) -> dict[str, Any]:
-    return {
-        "prompt": f"task {n}: {case.kind} setup with {case.text}",
-        "actions": [{"tool": "bash", "args": {"command": case.text, "env": {"nested": [case.text]}}}],
-    }
-
-
-async def _store_everywhere(tools: dict[str, Any], case: Case, n: int) -> dict[str, Any]:
-    memory = output_of(await tools["memory_store"].execute({"content": f"note {n}: {case.text}"}))
-    item = output_of(await tools["cache_write"].execute(
-        {"kind": "snippet", "content": f"snippet {n}: {case.text}", "scope": f"task:{n % 4}"}
-    ))
-    plan = output_of(await tools["plan_store"].execute(_plan(case, n)))
-    assert memory.get("redacted") and item.get("redacted") and plan.get("redacted"), case.kind
-    return {"memory": memory, "item": item, "plan": plan}
-
-
-def _all_text(root: Path) -> str:
-    return b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file()).decode("utf-8", "replace")
-
-
 @pytest.mark.reliability
 async def test_no_kind_survives_in_answers_files_export_cli_or_logs(
     make_runtime: Callable[..., AgentMemory], root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, secret_probe: SecretProbe,
 ) -> None:
     caplog.set_level(logging.DEBUG)
     control = "ordinary-control-marker-Kq7Wz"
@@ -89,11 +70,13 @@ async def test_no_kind_survives_in_answers_files_export_cli_or_logs(
     tools = runtime_tools(rt)
     answers: list[Any] = []
     for n, case in enumerate(SPREAD):
-        ids = await _store_everywhere(tools, case, n)
+        ids = await secret_probe.store(tools, case.text, n)
         answers.append(ids)
         answers.append(output_of(await tools["memory_get"].execute({"id": ids["memory"]["id"]})))
         answers.append(output_of(await tools["memory_search"].execute({"query": case.text[:400]})))
-        answers.append(output_of(await tools["plan_lookup"].execute({"prompt": _plan(case, n)["prompt"][:2000]})))
+        answers.append(output_of(await tools["plan_lookup"].execute(
+            {"prompt": secret_probe.plan(case.text, n)["prompt"]}
+        )))
         # A failing call carrying the secret in a field that breaks a rule: its error and its log line.
         answers.append((await tools["memory_search"].execute({"query": case.text, "since": case.text})).error)
     for scope in range(4):
@@ -103,7 +86,7 @@ async def test_no_kind_survives_in_answers_files_export_cli_or_logs(
     assert not leaked(json.dumps(answers, default=str))
     rt.close()
 
-    files = _all_text(root)
+    files = secret_probe.stored_text(root)
     assert control in files  # the scan reads stored text at all
     assert not leaked(files)
 
@@ -120,20 +103,12 @@ async def test_no_kind_survives_in_answers_files_export_cli_or_logs(
 
 
 @pytest.mark.reliability
-async def test_no_kind_survives_in_events(mount_tools: Callable[..., Any]) -> None:
-    tools, coordinator = await mount_tools()
-    seen: list[dict[str, Any]] = []
-
-    async def record(event: str, data: dict[str, Any]) -> Any:
-        from amplifier_core import HookResult
-
-        seen.append({"event": event, **data})
-        return HookResult(action="continue")
-
-    for event in EVENTS:
-        coordinator.hooks.register(event, record, name=f"test-{event}")
+async def test_no_kind_survives_in_events(
+    recorded_events: tuple[dict[str, Any], list[dict[str, Any]]], secret_probe: SecretProbe
+) -> None:
+    tools, seen = recorded_events
     for n, case in enumerate(SPREAD[::2]):
-        await _store_everywhere(tools, case, n)
+        await secret_probe.store(tools, case.text, n)
         await tools["plan_lookup"].execute({"prompt": case.text[:2000]})
     assert len({e["event"] for e in seen}) >= 3
     assert not leaked(json.dumps(seen, default=str))

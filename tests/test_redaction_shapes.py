@@ -17,15 +17,17 @@ import random
 import string
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytest
 from memory_helpers import output_of, runtime_tools
 
 from amplifier_module_tool_agent_memory.cli.main import main as cli_main
-from amplifier_module_tool_agent_memory.events import EVENTS
 from amplifier_module_tool_agent_memory.redaction import redact, redact_json
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
+
+if TYPE_CHECKING:
+    from conftest import SecretProbe
 
 
 def _secret(rng: random.Random, symbols: str = "") -> str:
@@ -150,32 +152,7 @@ def test_look_alikes_of_the_shapes_are_left_as_they_are(text: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# End to end: every case through every tool that stores text.
-
-
-def _plan(case: Case, n: int) -> dict[str, Any]:
-    return {
-        "prompt": f"task {n}: run the setup with {case.text}",
-        "actions": [{"tool": "bash", "args": {"command": case.text, "env": {"nested": [case.text]}}}],
-    }
-
-
-async def _store_everywhere(tools: dict[str, Any], case: Case, n: int) -> dict[str, Any]:
-    memory = output_of(await tools["memory_store"].execute(
-        {"content": f"note {n}: {case.text}", "tags": [case.text] if len(case.text) <= 100 else [],
-         "files": [f"notes/{n}.txt"]}
-    ))
-    item = output_of(await tools["cache_write"].execute(
-        {"kind": "snippet", "content": f"snippet {n}: {case.text}", "file_ref": case.text[:200],
-         "scope": f"task:{n % 4}"}
-    ))
-    plan = output_of(await tools["plan_store"].execute(_plan(case, n)))
-    assert memory.get("redacted") and item.get("redacted") and plan.get("redacted")
-    return {"memory": memory, "item": item, "plan": plan}
-
-
-def _all_bytes(root: Path) -> bytes:
-    return b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
+# End to end: every case through every tool that stores text (conftest's ``secret_probe``).
 
 
 def _leaked(text: str) -> list[str]:
@@ -185,7 +162,7 @@ def _leaked(text: str) -> list[str]:
 @pytest.mark.reliability
 async def test_no_shape_survives_in_answers_files_export_or_the_cli(
     make_runtime: Callable[..., AgentMemory], root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, secret_probe: SecretProbe,
 ) -> None:
     caplog.set_level(logging.DEBUG)
     control = "ordinary-control-marker-Zq4Tn"
@@ -193,11 +170,13 @@ async def test_no_shape_survives_in_answers_files_export_or_the_cli(
     tools = runtime_tools(rt)
     answers: list[Any] = []
     for n, case in enumerate(CASES):
-        ids = await _store_everywhere(tools, case, n)
+        ids = await secret_probe.store(tools, case.text, n)
         answers.append(ids)
         answers.append(output_of(await tools["memory_get"].execute({"id": ids["memory"]["id"]})))
         answers.append(output_of(await tools["cache_get"].execute({"block_id": ids["item"]["block_id"]})))
-        answers.append(output_of(await tools["plan_lookup"].execute({"prompt": _plan(case, n)["prompt"]})))
+        answers.append(output_of(await tools["plan_lookup"].execute(
+            {"prompt": secret_probe.plan(case.text, n)["prompt"]}
+        )))
         # A failing call with the secret in a field that breaks a rule: its error and log line.
         answers.append((await tools["memory_search"].execute({"query": case.text, "since": case.text})).error)
     answers.append(output_of(await tools["memory_search"].execute({"query": "run the setup with mysql"})))
@@ -210,9 +189,9 @@ async def test_no_shape_survives_in_answers_files_export_or_the_cli(
     rt.close()
 
     # The journal and the engine files: every byte under the identity's folder.
-    blobs = _all_bytes(root)
-    assert control.encode() in blobs  # the scan sees stored text at all
-    assert not [c.secret for c in CASES if c.secret.encode() in blobs]
+    stored = secret_probe.stored_text(root)
+    assert control in stored  # the scan sees stored text at all
+    assert not _leaked(stored)
 
     # The CLI: an export, and the memories as the CLI lists and searches them.
     out = tmp_path / "export.jsonl"
@@ -231,20 +210,12 @@ async def test_no_shape_survives_in_answers_files_export_or_the_cli(
 
 
 @pytest.mark.reliability
-async def test_no_shape_survives_in_events(mount_tools: Callable[..., Any]) -> None:
-    tools, coordinator = await mount_tools()
-    seen: list[dict[str, Any]] = []
-
-    async def record(event: str, data: dict[str, Any]) -> Any:
-        from amplifier_core import HookResult
-
-        seen.append({"event": event, **data})
-        return HookResult(action="continue")
-
-    for event in EVENTS:
-        coordinator.hooks.register(event, record, name=f"test-{event}")
+async def test_no_shape_survives_in_events(
+    recorded_events: tuple[dict[str, Any], list[dict[str, Any]]], secret_probe: SecretProbe
+) -> None:
+    tools, seen = recorded_events
     for n, case in enumerate(CASES[::3]):
-        await _store_everywhere(tools, case, n)
+        await secret_probe.store(tools, case.text, n)
         await tools["plan_lookup"].execute({"prompt": case.text})
         await tools["memory_search"].execute({"query": case.text})
     assert len({e["event"] for e in seen}) >= 5

@@ -15,7 +15,6 @@ from memory_helpers import output_of, runtime_tools
 from secret_samples import KINDS, ORDINARY, Secret
 
 from amplifier_module_tool_agent_memory.cli.main import main as cli_main
-from amplifier_module_tool_agent_memory.events import EVENTS
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
 pytestmark = pytest.mark.reliability
@@ -141,18 +140,8 @@ async def test_no_secret_reaches_the_store_files(make_runtime: Callable[..., Age
     assert found == {"control"}
 
 
-async def test_events_carry_no_secret(mount_tools: Callable[..., Any]) -> None:
-    tools, coordinator = await mount_tools()
-    seen: list[dict[str, Any]] = []
-
-    async def record(event: str, data: dict[str, Any]) -> Any:
-        from amplifier_core import HookResult
-
-        seen.append({"event": event, **data})
-        return HookResult(action="continue")
-
-    for event in EVENTS:
-        coordinator.hooks.register(event, record, name=f"test-{event}")
+async def test_events_carry_no_secret(recorded_events: tuple[dict[str, Any], list[dict[str, Any]]]) -> None:
+    tools, seen = recorded_events
     for n, sample in enumerate(KINDS.values()):
         ids = await _store_everywhere(tools, sample, n)
         await tools["plan_lookup"].execute({"prompt": sample.text[:2000]})

@@ -40,7 +40,7 @@ CASES = [
         ("quoted", 'Set the banner text to "Welcome back"', 'Set the banner text to "Welcome home"'),
         ("name", "Assign the ticket to Kim", "Assign the ticket to Lena"),
         ("polarity", "The cache is enabled", "The cache is not enabled"),
-        ("order", "Sync the calendar from Outlook to Google", "Sync the calendar from Google to Outlook"),
+        ("order", "Split the traffic 80/20 between blue and green", "Split the traffic 20/80 between blue and green"),
         ("qualifier", "Archive the invoices older than a year", "Archive the unpaid invoices older than a year"),
         ("content", "Archive the invoices older than a year", "Print the invoices older than a year"),
         ("term", "Water the ferns twice a week", "Water the cacti twice a week"),
@@ -83,11 +83,6 @@ def test_a_changed_number_keeps_its_unit_in_the_description(comparator: Comparat
 def test_the_same_count_per_another_time_unit_is_a_change(comparator: Comparator) -> None:
     result = comparator.compare("Allow 20 uploads per minute", "Allow 20 uploads per hour")
     assert result.verdict is Verdict.CHANGED and "number" in kinds(result)
-
-
-def test_a_removed_thing_is_a_change_of_polarity(comparator: Comparator) -> None:
-    result = comparator.compare("Add the audit column to the ledger", "Remove the audit column from the ledger")
-    assert "polarity" in kinds(result)
 
 
 def test_texts_about_unrelated_things_are_different(comparator: Comparator) -> None:
@@ -145,11 +140,6 @@ def test_an_adjective_antonym_through_its_cluster_is_a_polarity_change(comparato
     assert kinds(result) == {"polarity"}
 
 
-def test_opposite_particles_are_a_polarity_change(comparator: Comparator) -> None:
-    result = comparator.compare("Switch the porch light on at sunset", "Switch the porch light off at sunset")
-    assert [d.describe() for d in result.differences] == ["polarity: on -> off"]
-
-
 def test_a_file_name_with_a_digit_in_its_extension_is_a_path(comparator: Comparator) -> None:
     result = comparator.compare("Convert lecture.mp4 to audio", "Convert seminar.mp4 to audio")
     assert kinds(result) == {"path"}
@@ -162,39 +152,8 @@ def test_a_substituted_noun_amid_shared_values_is_another_thing(comparator: Comp
     assert result.decided and kinds(result) == {"term"}
 
 
-def test_opposite_bounds_on_a_value_are_a_qualifier_change(comparator: Comparator) -> None:
-    result = comparator.compare("List the orders with more than 3 parcels", "List the orders with fewer than 3 parcels")
-    assert result.verdict is Verdict.CHANGED
-    assert "qualifier" in kinds(result)
-
-
-def test_a_comparative_kept_in_both_texts_is_no_difference(comparator: Comparator) -> None:
-    result = comparator.compare("List the orders with more than 3 parcels", "List orders with more than 3 parcels")
-    assert "qualifier" not in kinds(result)
-
-
-def test_the_same_bound_in_other_words_is_no_difference(comparator: Comparator) -> None:
-    result = comparator.compare("Each reply holds 5 links at most.", "Each reply holds max 5 links.")
-    assert "qualifier" not in kinds(result)
-
-
-def test_a_bound_stated_in_one_text_only_is_no_qualifier_change(comparator: Comparator) -> None:
-    result = comparator.compare("Let the upload queue accept up to 40 files", "Let the upload queue accept 40 files")
-    assert "qualifier" not in kinds(result)
-
-
-def test_a_number_with_a_plus_sign_is_a_lower_bound(comparator: Comparator) -> None:
-    result = comparator.compare("The plugin needs Java 17+", "The plugin needs at most Java 17")
-    assert "qualifier" in kinds(result)
-
-
-def test_a_preposition_of_place_is_not_a_bound(comparator: Comparator) -> None:
-    result = comparator.compare("Float a tooltip over the save icon", "Float a tooltip on the save icon")
-    assert "qualifier" not in kinds(result)
-
-
 def test_a_number_before_a_comma_does_not_count_the_next_word(comparator: Comparator) -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     reading = read("Keep 3, delete the rest")
     assert reading.slots[0].unit is None
@@ -202,20 +161,14 @@ def test_a_number_before_a_comma_does_not_count_the_next_word(comparator: Compar
 
 
 def test_an_ordinal_used_as_an_adverb_is_no_number(comparator: Comparator) -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     assert not read("Back up the notes first").slots
     assert read("Pay the rent on the first of the month").slots[0].key == "#1"
 
 
-def test_one_used_as_a_pronoun_is_no_count() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
-
-    assert not read("Choose one we can afford").slots
-
-
 def test_a_two_letter_abbreviation_with_dots_is_not_a_file_name() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     assert not [s for s in read("Use a hosted runner, e.g. a GitHub one").slots if s.kind == "path"]
 
@@ -237,11 +190,6 @@ def test_a_bare_count_restates_a_duration_of_that_count(comparator: Comparator) 
 
 def test_a_word_with_its_synonym_in_the_other_text_is_not_also_an_opposite(comparator: Comparator) -> None:
     result = comparator.compare("Fix the broken hinge on the gate", "The gate hinge is damaged, please repair it")
-    assert "polarity" not in kinds(result)
-
-
-def test_determiners_are_not_opposite_particles(comparator: Comparator) -> None:
-    result = comparator.compare("All new laptops must run disk encryption.", "Any new laptop has to encrypt disks.")
     assert "polarity" not in kinds(result)
 
 
@@ -267,13 +215,6 @@ def test_a_negated_opposite_is_the_same_polarity(comparator: Comparator) -> None
     assert "polarity" not in kinds(result)
 
 
-def test_a_privative_verb_before_a_code_name_reverses_the_request(comparator: Comparator) -> None:
-    result = comparator.compare(
-        "Add the last_login column to the accounts table", "Drop the last_login column from the accounts table"
-    )
-    assert "polarity" in kinds(result)
-
-
 def test_a_negated_synonym_is_a_polarity_change(comparator: Comparator) -> None:
     result = comparator.compare("Omar likes the weekly digest by text.", "Omar no longer wants the weekly digest.")
     assert result.verdict is Verdict.CHANGED and "polarity" in kinds(result)
@@ -290,7 +231,7 @@ def test_every_other_is_every_second(comparator: Comparator) -> None:
 
 
 def test_a_pronoun_with_an_auxiliary_is_a_function_word() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     assert [item.text for item in read("I'd say we're ready").items] == ["say", "ready"]
 
@@ -299,24 +240,6 @@ def test_a_left_over_verb_and_a_left_over_name_are_not_one_substituted_name(comp
     result = comparator.compare("Add retries to the nightly export job", "Give the export job retries in Jenkins")
     assert ("name", "Add", "Jenkins") not in {(d.kind, d.old, d.new) for d in result.differences}
     assert ("qualifier", None, "Jenkins") in {(d.kind, d.old, d.new) for d in result.differences}
-
-
-def test_an_hour_in_the_morning_is_a_time() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
-
-    assert [(s.kind, s.key) for s in read("Water the lawn at 6 in the morning").slots] == [("time", "06:00")]
-
-
-def test_a_privative_verb_opening_a_clause_is_the_request_verb() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
-
-    assert read("On phones, hide the footer").negated == frozenset({"footer"})
-
-
-def test_a_privative_gerund_is_no_request_verb() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
-
-    assert read("Deleting an album should ask first").negations == 0
 
 
 def test_a_place_one_request_adds_is_a_change(comparator: Comparator) -> None:
@@ -339,47 +262,15 @@ def test_an_action_one_request_adds_is_a_change(comparator: Comparator) -> None:
     assert not result.same
 
 
-def test_an_amount_of_change_is_not_the_value_reached(comparator: Comparator) -> None:
-    result = comparator.compare("Set the seat count of the Pro plan to 40", "Raise the Pro plan seat count by 40")
-    assert not result.same and "order" in kinds(result)
-
-
 def test_a_hyphenated_name_with_a_one_letter_part_is_an_identifier(comparator: Comparator) -> None:
     result = comparator.compare("Reboot every node in rack-c tonight", "Reboot every node in rack-d tonight")
     assert not result.same and "identifier" in kinds(result)
 
 
-def test_thousands_written_with_k_or_a_scale_word_are_the_number() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
-
-    texts = ("a budget of 64k", "a budget of 64 thousand", "a budget of 64,000")
-    keys = {s.key for text in texts for s in read(text).slots}
-    assert keys == {"64000"}
-
-
-def test_a_time_with_dotted_pm_is_a_time() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
-
-    assert [(s.kind, s.key) for s in read("Call me at 7 p.m. sharp").slots] == [("time", "19:00")]
-
-
 def test_no_before_a_number_is_the_number_sign() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     assert read("Book room no. 12 for Friday").negations == 0
-
-
-def test_lowering_a_value_to_another_is_no_negation() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
-
-    assert read("Drop the Oak Lane rent to 1,400").negations == 0
-    assert read("Drop the Oak Lane listing").negations == 1
-
-
-def test_a_hex_id_that_looks_like_scientific_notation_is_no_number() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
-
-    assert [s.kind for s in read("Ticket 1e7014479 was triaged").slots] == ["identifier"]
 
 
 _VALUE_LIKE = st.text(alphabet=st.sampled_from(list("0123456789eExk.,-+/:%$#@'\" amptoinbyhalfover")), max_size=60)
@@ -419,12 +310,6 @@ def test_a_loose_rewording_that_brings_another_name_is_no_restatement(comparator
     assert not result.same, result.reason
 
 
-def test_an_hour_in_words_before_the_part_of_the_day_is_a_time() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
-
-    assert [(s.kind, s.key) for s in read("Wake me at seven in the evening").slots] == [("time", "19:00")]
-
-
 def test_a_fortnight_is_two_weeks(comparator: Comparator) -> None:
     result = comparator.compare("Keep the backups for a fortnight", "Keep the backups for two weeks")
     assert result.same, result.reason
@@ -435,45 +320,24 @@ def test_no_more_than_is_an_upper_bound_not_a_negation(comparator: Comparator) -
     assert result.same, result.reason
 
 
-def test_half_past_and_quarter_to_are_times() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
-
-    assert [(s.kind, s.key) for s in read("Call me at half past four").slots] == [("time", "04:30")]
-    assert [(s.kind, s.key) for s in read("Call me at quarter to nine").slots] == [("time", "08:45")]
-
-
 def test_an_hour_o_clock_is_a_time(comparator: Comparator) -> None:
     result = comparator.compare("Start the backup at 11 o'clock", "Start the backup at 11:00")
     assert result.same, result.reason
 
 
-def test_per_cent_in_two_words_is_a_percentage() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
-
-    assert [(s.kind, s.key) for s in read("Give 12 per cent off").slots] == [("number", "0.12")]
-
-
 def test_a_day_past_twelve_over_a_month_is_a_date_and_a_split_stays_a_ratio(comparator: Comparator) -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     assert comparator.compare("The offer ends 28/2", "The offer ends 28 February").same
     assert [s.kind for s in read("Use an 80/20 split").slots] == ["number"]
 
 
 def test_a_weekday_with_a_possessive_is_still_the_weekday() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     possessive = [(s.kind, s.key) for s in read("Cancel Sunday's rehearsal").slots]
     assert possessive == [(s.kind, s.key) for s in read("Cancel the rehearsal on Sunday").slots]
     assert possessive and possessive[0][0] == "date"
-
-
-def test_the_start_of_a_range_takes_the_unit_of_its_end() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
-
-    assert [s.key for s in read("Close the shop 2-5pm").slots] == ["14:00", "17:00"]
-    assert [s.key for s in read("Keep the logs from 30 to 90 days").slots] == ["2592000s", "7776000s"]
-    assert [s.key for s in read("Run 3 to 5 replicas").slots] == ["3", "5"]
 
 
 def test_older_than_a_duration_is_a_lower_bound_on_age(comparator: Comparator) -> None:
@@ -482,7 +346,7 @@ def test_older_than_a_duration_is_a_lower_bound_on_age(comparator: Comparator) -
 
 
 def test_the_first_few_of_something_is_no_ordinal_count(comparator: Comparator) -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     assert [s.key for s in read("Trim the first 8 seconds of demo.mp4").slots] == ["8s", "demo.mp4"]
     assert not comparator.compare("Trim the first 8 seconds of demo.mp4", "Trim the last 8 seconds of demo.mp4").same
@@ -502,7 +366,7 @@ def test_a_unit_and_a_half_is_one_duration(comparator: Comparator) -> None:
 
 
 def test_a_range_ending_in_a_part_of_the_day_puts_its_start_there_too() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     assert [s.key for s in read("Open the hall from 2 to 5 in the afternoon").slots] == ["14:00", "17:00"]
 
@@ -512,14 +376,6 @@ def test_a_word_negated_in_another_form_is_a_polarity_change(comparator: Compara
         "Mail the lease to the tenant, signed", "Mail the lease to the tenant without a signature"
     )
     assert "polarity" in kinds(result), result.reason
-
-
-def test_two_names_trading_their_values_is_an_order_change(comparator: Comparator) -> None:
-    result = comparator.compare(
-        "Collect the van in Leeds on June 2 and return it in York on June 9",
-        "Collect the van in York on June 2 and return it in Leeds on June 9",
-    )
-    assert "order" in kinds(result), result.reason
 
 
 def test_one_name_of_several_words_moving_to_another_value_is_no_swap(comparator: Comparator) -> None:
@@ -534,39 +390,19 @@ def test_a_number_joined_to_its_unit_by_a_hyphen_carries_the_unit(comparator: Co
 
 
 def test_noon_is_twelve_o_clock() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     assert [(s.kind, s.key) for s in read("Lunch is served at noon").slots] == [("time", "12:00")]
 
 
 def test_the_first_day_of_a_date_range_takes_the_month_of_its_end() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     assert [s.key for s in read("Block the hall 11-13 March").slots] == [s.key for s in read(
         "Block the hall from March 11 to March 13").slots]
 
 
-def test_calendar_spans_of_a_month_or_more_are_approximate(comparator: Comparator) -> None:
-    assert comparator.compare("Keep the invoices for 12 months", "Keep the invoices for 1 year").same
-    assert not comparator.compare("Keep the invoices for 30 days", "Keep the invoices for 31 days").same
-
-
-def test_the_same_numbers_counting_other_things_are_a_number_change(comparator: Comparator) -> None:
-    result = comparator.compare(
-        "Order 50 crates of apples whenever the stock falls below 10",
-        "Order 10 crates of apples whenever the stock falls below 50",
-    )
-    assert "number" in kinds(result), result.reason
-
-
-def test_revoking_is_a_privative_verb(comparator: Comparator) -> None:
-    result = comparator.compare(
-        "Give the interns badge access to the lab", "Revoke the interns' badge access to the lab"
-    )
-    assert not result.same, result.reason
-
-
 def test_twenty_four_seven_is_no_date() -> None:
-    from amplifier_module_tool_agent_memory.compare.extract import read
+    from amplifier_module_tool_agent_memory.compare.read import read
 
     assert [s.kind for s in read("Keep the hotline open 24/7").slots] != ["date"]

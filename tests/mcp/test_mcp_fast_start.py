@@ -169,6 +169,32 @@ def test_an_initialize_that_is_not_plain_is_left_to_the_sdk(params: dict[str, An
     assert front._queued == lines_of(messages)
 
 
+def test_after_a_failed_import_queued_and_later_requests_are_refused() -> None:
+    """The first request was not initialize, so the front answers nothing itself: every request is refused."""
+    out = Capture()
+    front = make_front("alice", out)  # type: ignore[arg-type]
+    front.receive(json.dumps(request(1, "tools/call", {"name": "memory_list", "arguments": {}})))
+    front.fail("no SDK here")
+    for message in (initialize(request_id=2), INITIALIZED, request(3, "tools/list"), request(4, "prompts/list")):
+        front.receive(json.dumps(message))
+    answers = out.messages()
+    assert [(m["id"], "error" in m) for m in answers] == [(1, True), (2, True), (3, True), (4, True)]
+    assert {m["error"]["message"] for m in answers} == {"no SDK here"}
+
+
+def test_an_initialize_after_a_failed_import_is_still_answered() -> None:
+    out = Capture()
+    front = make_front("alice", out)  # type: ignore[arg-type]
+    front.fail("no SDK here")
+    for message in (initialize(), INITIALIZED, request(2, "tools/list"), request(3, "prompts/list")):
+        front.receive(json.dumps(message))
+    answers = {m["id"]: m for m in out.messages()}
+    assert answers[1]["result"]["serverInfo"]["name"] == "agent-memory"
+    assert len(answers[2]["result"]["tools"]) == len(TOOLS)
+    assert answers[3]["error"]["message"] == "no SDK here"
+    assert len(out.messages()) == 3
+
+
 def test_a_request_before_initialize_leaves_everything_to_the_sdk() -> None:
     messages = [request(1, "tools/list"), initialize(request_id=2), request(3, "ping")]
     answers, front = front_answers(messages)

@@ -1,11 +1,19 @@
 """Recall's pure parts: the prompt's content words (names and function words left out), coverage, the gate,
-the block within its budget, and fitting the injection to the session's size limit."""
+the block within its budget, fitting the injection to the session's size limit, and what the query embedding
+reads of a long prompt."""
 
 from __future__ import annotations
 
 from amplifier_module_tool_agent_memory.amplifier.recall_hooks import fit
 from amplifier_module_tool_agent_memory.config import RecallGateConfig
-from amplifier_module_tool_agent_memory.memory.recall import Signals, content_words, coverage, passes, render_block
+from amplifier_module_tool_agent_memory.memory.recall import (
+    Signals,
+    content_words,
+    coverage,
+    embedding_text,
+    passes,
+    render_block,
+)
 from amplifier_module_tool_agent_memory.tokens import count_tokens
 
 
@@ -70,3 +78,11 @@ def test_fitting_drops_whole_lines_from_the_end() -> None:
             assert line in whole.splitlines()
         assert fitted.count("<b>") == fitted.count("</b>") and fitted.count("<r>") == fitted.count("</r>")
     assert fit([briefing, recall], 10) == ""
+
+
+def test_the_query_embedding_reads_a_long_prompts_first_words_only() -> None:
+    question = "When did Caroline go to the LGBTQ support group?"
+    assert embedding_text(question, 16) == question  # a question is embedded whole
+    long_prompt = " ".join(f"w{i}" for i in range(60))
+    assert embedding_text(long_prompt, 16) == " ".join(f"w{i}" for i in range(16))
+    assert embedding_text(long_prompt, 0) == long_prompt  # 0: the whole prompt

@@ -202,6 +202,11 @@ class RecallConfig(_Strict):
         description="What a sub-agent session (one with a parent) gets: recall for its prompts without the "
         "briefing, recall and briefing, or nothing.",
     )
+    query_words: int = Field(
+        16, ge=0, le=10_000,
+        description="Most words of the prompt (its first ones) recall's query embedding reads, so a long prompt "
+        "costs what a question does; keyword search and the gate read the whole prompt. 0: the whole prompt.",
+    )
     gate: RecallGateConfig = RecallGateConfig()
 
 

@@ -160,8 +160,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         "agent-memory MCP server for identity %s (root %s)", identity.name, config.resolved_root()
     )
     try:
-        try:
-            import anyio  # noqa: F401  (the SDK's own dependency: it fails with it)
+        try:  # the SDK's server, imported here (while the front answers) so a broken install is reported
             import mcp.server.stdio  # noqa: F401
 
             from ..mcp_server import server  # noqa: F401
@@ -172,6 +171,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             return 1
         asyncio.run(serve(runtime, front))
     finally:
+        # However the server ended, no thread of the SDK's transport may stay blocked waiting for a line.
+        front.sdk_input.end()
         runtime.close()
     return 0
 

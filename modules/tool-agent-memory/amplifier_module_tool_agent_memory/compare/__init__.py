@@ -1,16 +1,9 @@
 """Comparing two short texts. Certify or ask (issue 16): ``certify`` (same or not: strict), ``describe`` (what
 differs, for the agent) and ``assess`` (the one policy of when memory, cache and plans act alone).
 
-The older ``Comparator`` (issue 9) still answers same, changed (naming what differs) or different for
-long-term memory's restatements and updates.
-
-Used by long-term memory dedup, working-memory cache dedup and plan lookup alike::
-
-    comparator = Comparator(embedder)
-    result = comparator.compare("The API rate limit is 100 requests per minute.",
-                                "The API rate limit is 200 requests per minute.")
-    result.verdict      # Verdict.CHANGED
-    result.differences  # (Difference("number", "100 requests per minute", "200 requests per minute"),)
+Long-term memory and the working-memory cache also use the ``Comparator`` (issue 9: same, changed naming
+what differs, or different) to merge restatements and link updates, and memory ``reworded``
+(``compare.reworded``) for a restatement turned round; plans use only ``assess``.
 """
 
 from .announce import announced_update, announces_change, says_a_change

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .extract import read, stem
 from .lexicon import CHANGE_ADVERBS, FUNCTION_WORDS
+from .read import read, stem
 from .statement import one_statement, predicate_heads
 from .subject import dating_word, subject_positions
 from .wordnet import WordNet, default_wordnet

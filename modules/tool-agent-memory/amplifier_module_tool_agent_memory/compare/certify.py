@@ -3,7 +3,7 @@
 Two texts are *certified* the same only when, after leaving out what never changes a request
 (articles, politeness, case, punctuation: see :func:`words_in_place`), they have the same
 values in the same places (numbers with their units and rates, dates, times, versions, paths,
-URLs, identifiers, quoted strings, colours: read by :func:`.extract.read`) and every word
+URLs, identifiers, quoted strings, colours: read by :func:`.read.read`) and every word
 stands in the same place as a word of the same stem ("deploys" / "deploy") or of a relation
 measured safe on held-apart near-misses (:data:`SAFE_SYNONYMS`). A word on one side only, a
 word moved, a negation, a value or a function word of another kind ("put" / "delete", "if" /
@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .extract import read, stem
+from .read import read, stem
 
 __all__ = ["Certificate", "Unit", "certify", "words_in_place"]
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 __all__ = [
     "ABBREVIATIONS",
-    "BOUNDS",
     "CHANGE_ADVERBS",
     "COLOURS",
     "DETERMINERS",
@@ -23,10 +22,7 @@ __all__ = [
     "NOUN_DETERMINERS",
     "NUMBER_WORDS",
     "ORDINALS",
-    "PLACE_BOUNDS",
     "PREPOSITIONS",
-    "PRIVATIVE_VERBS",
-    "TARGET_BEFORE",
     "TIME_UNITS",
     "WEEKDAYS",
 ]
@@ -60,31 +56,6 @@ FUNCTION_WORDS = _words(
 )
 """Closed-class words and light verbs ("make", "set", "get", "let"...) that frame a request."""
 
-BOUNDS: dict[tuple[str, ...], str] = {
-    **{phrase: "above" for phrase in (
-        ("more", "than"), ("greater", "than"), ("higher", "than"), ("larger", "than"), ("bigger", "than"),
-        ("longer", "than"), ("later", "than"), ("newer", "than"), ("at", "least"), ("no", "less", "than"),
-        ("no", "fewer", "than"), ("or", "more"), ("or", "higher"), ("or", "greater"), ("or", "above"),
-        ("or", "later"), ("or", "newer"), ("or", "longer"), ("minimum",), ("min",), (">",), (">=",), ("\u2265",),
-    )},
-    **{phrase: "below" for phrase in (
-        ("less", "than"), ("fewer", "than"), ("lower", "than"), ("smaller", "than"), ("shorter", "than"),
-        ("earlier", "than"), ("older", "than"), ("at", "most"), ("no", "more", "than"), ("up", "to"),
-        ("or", "less"), ("or", "fewer"), ("or", "lower"), ("or", "below"), ("or", "earlier"), ("or", "older"),
-        ("or", "shorter"), ("maximum",), ("max",), ("<",), ("<=",), ("\u2264",),
-    )},
-    ("between",): "between",
-}
-"""How English bounds a value: the comparative and superlative phrases of degree and the relational signs, each
-saying the value is a lower bound ("at least 24", "Redis 7 or newer", "minimum SDK 24", ">= 7") or an upper
-bound ("at most 25 MB", "max 3 bullets", "up to 20"); "between" bounds both ways ("between 2 and 10" / "min 2,
-max 10"). Two texts bounding their values differently ("more than
-1000" / "less than 1000", "at most 3" / "3") say different things; the same bound in other words ("max 3" /
-"3 at most") is no difference."""
-
-PLACE_BOUNDS: dict[str, str] = {"over": "above", "above": "above", "under": "below", "below": "below"}
-"""Prepositions of place that bound a value when a number follows them ("over 1000", "under 768px"), and
-are places otherwise ("a health bar over every enemy", "tea over coffee")."""
 
 PREPOSITIONS = _words(
     "of to in on at by for from with within without via into onto about per across around through throughout "
@@ -120,16 +91,6 @@ NEGATORS = _words("not no never without nor none nothing nobody neither cannot c
                   "isn't aren't wasn't weren't won't shouldn't mustn't didn't hasn't haven't n't")
 """Grammatical negation: each applies to the item right after it ("not enabled")."""
 
-PRIVATIVE_VERBS = _words(
-    "remove removes removed removing delete deletes deleted deleting drop drops dropped dropping "
-    "disable disables disabled disabling stop stops stopped stopping hide hides hid hidden hiding "
-    "cancel cancels cancelled canceling cancelling undo undoes undid revert reverts reverted "
-    "prevent prevents prevented mute mutes muted uninstall uninstalls uninstalled erase erases erased "
-    "forbid forbids forbidden block blocks blocked revoke revokes revoked revoking withdraw withdraws withdrew "
-    "withdrawn withdrawing deactivate deactivates deactivated deactivating disallow disallows disallowed"
-)
-"""Verbs that take away or negate their object ("remove the limit" reverses "add the limit"):
-the privative counterpart of grammatical negation, general English, applied like a negator."""
 
 NUMBER_WORDS: dict[str, float] = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
@@ -138,7 +99,7 @@ NUMBER_WORDS: dict[str, float] = {
     "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
     "hundred": 100, "thousand": 1000, "million": 1_000_000, "billion": 1_000_000_000, "dozen": 12,
 }
-"""Cardinal number words (compounds such as "twenty-five" are summed by the extractor)."""
+"""Cardinal number words (compounds such as "twenty-five" are summed by the reader)."""
 
 MULTIPLIERS: dict[str, str] = {
     "twice": "2", "thrice": "3", "double": "2", "doubled": "2", "doubles": "2", "triple": "3", "tripled": "3",
@@ -186,6 +147,3 @@ WEEKDAYS: dict[str, int] = {
 COLOURS = _words("black white red green yellow blue brown orange pink purple grey gray violet cyan magenta")
 """The basic colour terms of English (Berlin and Kay): a colour named by one of them is a value."""
 
-TARGET_BEFORE = _words("to into -> → => with become becomes")
-"""A word that introduces the *new* side of a change ("to Y", "-> Y", "replace X with Y"); the old side
-is introduced by "from" (when a "to" follows), "replace", "was", and follows "instead of" / "rather than"."""

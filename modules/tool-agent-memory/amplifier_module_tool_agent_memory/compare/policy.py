@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from .announce import announced_update, announces_change
 from .certify import certify
 from .describe import describe
+from .reworded import reworded
 from .statement import same_attribute_new_value
 from .subject import another_subject, same_values_of_another_thing
 from .types import Comparison, Difference, Verdict
@@ -41,6 +42,7 @@ __all__ = [
     "may_update",
     "merges",
     "replaces",
+    "restates",
     "two_facts",
 ]
 
@@ -211,3 +213,10 @@ def merges(older: str, newer: str) -> bool:
     """The working-memory cache merges ``newer`` into ``older`` (keeping one text, dropping the other) only when
     they are certified the same (``certify``): a merge is an action the agent neither sees nor undoes."""
     return certify(older, newer).same
+
+
+def restates(comparison: Comparison, older: str, newer: str) -> bool:
+    """Long-term memory merges ``newer`` into ``older`` though the comparison did not decide a restatement: the
+    words moved without a value, polarity or name changing (``reworded``). A memory merge is shown and undone
+    (``memory_unmerge``), so a rewording the word-by-word comparison misses may merge; the cache's may not."""
+    return not comparison.same and reworded(older, newer)

@@ -19,8 +19,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 from .describe import describe
-from .extract import read, stem
 from .lexicon import FUNCTION_WORDS
+from .read import read, stem
 from .subject import subject_positions
 from .wordnet import Relation, WordNet, default_wordnet
 

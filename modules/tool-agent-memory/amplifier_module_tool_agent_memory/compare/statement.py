@@ -4,7 +4,7 @@ English puts the new information last, so two one-sentence statements with the s
 another last word state two values of one thing ("My gym is FitLab on Elm Street." / "My gym is
 Pulse Fitness downtown."), and two with the same predicate and another subject are two facts ("EU
 customer data is stored in Frankfurt." / "EU customer data backups are stored in Frankfurt.").
-The cache acts on these shapes (``cache/replace.py``), and memory search ranks the newer of the
+The cache acts on these shapes (``policy.replaces``), and memory search ranks the newer of the
 first shape above the older. Only closed classes of English are listed here (determiners,
 auxiliaries); what a subject is comes from ``compare.subject``.
 """
@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .extract import read, stem
 from .lexicon import ABBREVIATIONS, FUNCTION_WORDS, NOUN_DETERMINERS
+from .read import read, stem
 from .subject import dating_word, subject_positions
 from .wordnet import default_wordnet
 
@@ -23,7 +23,6 @@ __all__ = [
     "one_statement",
     "predicate_heads",
     "same_attribute_new_value",
-    "same_predicate_other_subject",
     "same_subject_new_value",
 ]
 
@@ -82,12 +81,6 @@ def predicate_heads(text: str) -> frozenset[str]:
         and _content(t)
         and not (k + 1 < len(tokens) and not tokens[k + 1].startswith("<") and _content(tokens[k + 1]))
     )
-
-
-def same_predicate_other_subject(older: str, newer: str) -> bool:
-    """The texts say the same predicate of different subjects: two facts, whatever the comparison called them."""
-    a, b = _parts(older), _parts(newer)
-    return a is not None and b is not None and a[0] != b[0] and a[1] == b[1]
 
 
 _SENTENCE_END = re.compile(r"(\w*)([.!?]+)[\"')\]]*\s+\S")

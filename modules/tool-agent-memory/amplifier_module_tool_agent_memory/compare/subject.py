@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .extract import Reading, read
 from .lexicon import NOUN_DETERMINERS
+from .read import Reading, read
 from .types import Comparison, Difference
 from .wordnet import WordNet, default_wordnet
 

@@ -26,6 +26,7 @@ stdout carries only protocol: :class:`Wire` is its one writer and writes whole l
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import queue
@@ -143,11 +144,11 @@ class Front:
                 self.sdk_input.put(line)
                 return
             reply, forward = self._take(line)
-            if forward is not None:
-                if self._sdk == "failed":
-                    reply = self._refusal(forward)
-                else:
-                    self._queued.append(forward)
+            if forward is not None and self._sdk == "failed":
+                # Only what the front does not answer itself is refused (an initialize it answers is not).
+                reply = reply or self._refusal(forward)
+            elif forward is not None:
+                self._queued.append(forward)
             if reply is not None:
                 self._answered += 1
                 # Written under the lock: a hand-over cannot slip an SDK answer between the decision and the line.
@@ -187,8 +188,10 @@ class Front:
 
     def pump(self, source: BinaryIO) -> None:
         """Read the client's lines until end of input (runs in its own thread)."""
-        for raw in source:
-            self.receive(raw.decode("utf-8", errors="replace"))
+        # Decoded and split into lines as the SDK's stdio transport does (UTF-8, bad bytes replaced, universal
+        # newlines), so each line reaches the SDK as it would have without the front.
+        for line in io.TextIOWrapper(source, encoding="utf-8", errors="replace"):
+            self.receive(line)
         self.end()
 
     def _take(self, line: str) -> tuple[dict[str, Any] | None, str | None]:

@@ -16,8 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..compare import Comparator, Comparison, Judge, UpdateVerdict, Verdict, announced_update, describe, says_a_change
-from ..compare.policy import ANNOUNCED_CANDIDATES, acts_as_update, left_open, may_update
-from ..compare.reworded import reworded
+from ..compare.policy import ANNOUNCED_CANDIDATES, acts_as_update, left_open, may_update, restates
 from ..compare.statement import one_statement, same_subject_new_value
 from ..config import MemorySearchConfig
 from ..embeddings.providers import Embedder, Vector
@@ -343,12 +342,8 @@ class MemoryService:
 
     @staticmethod
     def _restates(comparison: Comparison, older: Member, content: str, kind: str) -> bool:
-        """A memory of an updatable kind said again in other words: the comparison decided a restatement, or
-        the words moved without a value, polarity or name changing (``compare.reworded``: a merge is shown and
-        undone, so a rewording the word-by-word comparison misses merges too)."""
-        if kind not in UPDATABLE_KINDS or comparison.same:
-            return False
-        return reworded(str(older.payload.get("content", "")), content)
+        """A memory of an updatable kind said again in other words (``compare.policy.restates``)."""
+        return kind in UPDATABLE_KINDS and restates(comparison, str(older.payload.get("content", "")), content)
 
     @staticmethod
     def _may_act(comparison: Comparison, older: Member, content: str, kind: str) -> bool:

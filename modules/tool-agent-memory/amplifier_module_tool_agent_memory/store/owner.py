@@ -141,9 +141,9 @@ class OwnerServer:
         path = socket_path(self.store_path)
         if path is None:
             return None
-        path.unlink(missing_ok=True)  # a dead owner's: this process holds the store lock
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
+            path.unlink(missing_ok=True)  # a dead owner's: this process holds the store lock
             listener.bind(str(path))
             os.chmod(path, 0o600)
         except OSError:

@@ -1,17 +1,16 @@
-"""Reading one short text into typed values (slots), content words, polarity and roles.
+"""Reading one short text into typed values (slots), content words and polarity.
 
 A *slot* is a value whose exact form matters: a number with its unit, a duration, a date,
 a time, a version, a URL (and its scheme), a path, an identifier, a colour, a quoted
 string. Everything else is a *word*: lower-cased, stemmed (Snowball), marked when it is
 capitalised inside the sentence (a name). Function words are dropped from the words but
-kept in the token stream, where they mark polarity (negators) and roles (``from X to Y``,
-``X instead of Y``).
+kept in the token stream, where they mark polarity (negators).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
@@ -25,8 +24,6 @@ from .lexicon import (
     NEGATORS,
     NUMBER_WORDS,
     ORDINALS,
-    PRIVATIVE_VERBS,
-    TARGET_BEFORE,
     TIME_UNITS,
     WEEKDAYS,
 )
@@ -71,12 +68,10 @@ class Reading:
     slots: tuple[Slot, ...]
     items: tuple[Item, ...]
     tokens: tuple[str, ...]
-    """The lower-cased token stream (slots appear as their key), for roles and acronyms."""
+    """The lower-cased token stream (slots appear as their key), for negation and acronyms."""
     negations: int
     negated: frozenset[str] = frozenset()
     """Keys (stems, or slot tokens) of the items a negator applies to ("not enabled" -> enabl)."""
-    roles: dict[str, str] = field(default_factory=dict)
-    """token -> "source" | "target" for items the text puts in a from/to role."""
 
 
 # -------------------------------------------------------------------------------- stemming
@@ -208,7 +203,7 @@ def _split_identifier(ident: str) -> tuple[str, ...]:
 
 @lru_cache(maxsize=8192)
 def read(text: str) -> Reading:
-    """Read ``text`` into slots, content items, tokens, negations and roles (cached per text)."""
+    """Read ``text`` into slots, content items, tokens and negations (cached per text)."""
     slots: list[Slot] = []
     items: list[Item] = []
     tokens: list[str] = []
@@ -225,15 +220,11 @@ def read(text: str) -> Reading:
             items.append(Item("word", num.noun, stem(num.noun), len(tokens) - 1))
 
     matches = list(_SCANNER.finditer(text))
-    clause_starts: set[int] = set()
-    """Token positions right after a comma, semicolon or colon: where a clause (and its verb) may start."""
     i = 0
     while i < len(matches):
         m = matches[i]
         kind = m.lastgroup
         raw = m.group(0)
-        if i > 0 and any(c in ",;:" for c in text[matches[i - 1].end() : m.start()]):
-            clause_starts.add(len(tokens))
         if kind == "url":
             add_slot("url", raw.lower().rstrip("/"), raw)
         elif kind == "email":
@@ -302,7 +293,7 @@ def read(text: str) -> Reading:
             elif low == "no" and text[m.end() : m.end() + 1] == "." and _next_is_number(matches, i):
                 pass  # "no. 17": the number sign, not a negation
             elif low in ("no", "not") and _comparative_than(matches, i):
-                tokens.append("no")  # "no / not more than 6": a bound (lexicon.BOUNDS), not a negation
+                tokens.append("no")  # "no / not more than 6": a bound, not a negation
             elif low.endswith("n't") or low in NEGATORS:
                 tokens.append("not")
             elif low == "longer" and i > 0 and matches[i - 1].group(0).lower() == "no":
@@ -361,9 +352,8 @@ def read(text: str) -> Reading:
         slots=tuple(slots),
         items=tuple(items),
         tokens=tuple(tokens),
-        negations=_negation_count(tokens, clause_starts),
-        negated=_negated(tokens, {item.pos: item.stem for item in items if item.kind == "identifier"}, clause_starts),
-        roles=_roles(tokens),
+        negations=_negation_count(tokens),
+        negated=_negated(tokens, {item.pos: item.stem for item in items if item.kind == "identifier"}),
     )
 
 
@@ -654,7 +644,7 @@ def _read_number_words(matches: list[re.Match[str]], i: int) -> _Number:
     return _finish(key, matches, j - 1)
 
 
-# -------------------------------------------------------------------------------- roles
+# -------------------------------------------------------------------------------- negation
 
 
 def _key(token: str) -> str:
@@ -663,44 +653,21 @@ def _key(token: str) -> str:
 
 def _is_content(token: str) -> bool:
     return token.startswith("<") or (
-        token not in FUNCTION_WORDS and token not in ("->", "not") and token not in PRIVATIVE_VERBS and len(token) > 1
+        token not in FUNCTION_WORDS and token not in ("->", "not") and len(token) > 1
     )
 
 
-_VERB_OPENERS = frozenset(
-    ["please", "pls", "plz", "should", "must", "will", "would", "can", "could", "to", "and", "then", "also", "just"]
-)
+def _negation_count(tokens: list[str]) -> int:
+    """Negators: their parity is the text's polarity."""
+    return sum(1 for t in tokens if t == "not")
 
 
-def _main_verb_position(tokens: list[str], k: int, clause_starts: set[int]) -> bool:
-    """A privative verb negates only as the request's verb, in its base form: first word, first of a clause
-    ("below 768px width, hide the sidebar"), or after a modal ("should remove").
-
-    "before deleting a project", "Deleting a project should require..." or "early stopping" name an action or a
-    thing, not the opposite request.
-    """
-    if tokens[k].endswith("ing"):
-        return False
-    if any(t == "to" and nxt.startswith("<number:") for t, nxt in zip(tokens[k + 1 :], tokens[k + 2 :], strict=False)):
-        return False  # "Drop 42 Maple St to 485k": lowering a value to another, not taking something away
-    return k == 0 or k in clause_starts or tokens[k - 1] in _VERB_OPENERS or tokens[k - 1].endswith(":")
-
-
-def _negation_count(tokens: list[str], clause_starts: set[int]) -> int:
-    """Negators plus privative verbs in the request verb's place: their parity is the text's polarity."""
-    return sum(
-        1
-        for k, t in enumerate(tokens)
-        if t == "not" or (t in PRIVATIVE_VERBS and _main_verb_position(tokens, k, clause_starts))
-    )
-
-
-def _negated(tokens: list[str], identifiers: dict[int, str], clause_starts: set[int]) -> frozenset[str]:
+def _negated(tokens: list[str], identifiers: dict[int, str]) -> frozenset[str]:
     """The item each negator applies to: the next content token within three tokens ("not be enabled"), keyed
     like the items (an identifier by its joined parts: ``identifiers`` maps its position to that key)."""
     out: set[str] = set()
     for k, t in enumerate(tokens):
-        if t != "not" and not (t in PRIVATIVE_VERBS and _main_verb_position(tokens, k, clause_starts)):
+        if t != "not":
             continue
         for j in range(k + 1, min(len(tokens), k + 4)):
             if _is_content(tokens[j]):
@@ -709,57 +676,3 @@ def _negated(tokens: list[str], identifiers: dict[int, str], clause_starts: set[
     return frozenset(out)
 
 
-def _roles(tokens: list[str]) -> dict[str, str]:
-    """Which tokens a text puts on the old side of a change and which on the new side.
-
-    ``from X``, ``replace X``, ``X ->``, ``X to Y`` (X old, Y new), ``X instead of Y`` and
-    ``X rather than Y`` (X new, Y old), ``with Y`` after a replace. Only tokens that are
-    values or content words get a role; function words between a marker and its item are skipped.
-    """
-    roles: dict[str, str] = {}
-    n = len(tokens)
-
-    def content(k: int) -> bool:
-        t = tokens[k]
-        return t.startswith("<") or (t not in FUNCTION_WORDS and t not in ("->", "not") and len(t) > 1)
-
-    def next_item(k: int) -> int | None:
-        for j in range(k + 1, min(n, k + 4)):
-            if content(j):
-                return j
-        return None
-
-    def prev_item(k: int) -> int | None:
-        for j in range(k - 1, max(-1, k - 4), -1):
-            if content(j):
-                return j
-        return None
-
-    def assign(k: int | None, role: str) -> None:
-        if k is not None:
-            t = tokens[k]
-            roles.setdefault(t if t.startswith("<") else stem(t), role)
-
-    saw_replace = False
-    for k, t in enumerate(tokens):
-        if t in ("replace", "replaces", "replacing", "swap"):
-            saw_replace = True
-        if t == "->" or (t == "to" and k > 0 and tokens[k - 1] not in FUNCTION_WORDS):
-            assign(prev_item(k), "source")
-            assign(next_item(k), "target")
-        elif (t == "from" and ("to" in tokens[k + 1 :] or "->" in tokens[k + 1 :])) or t in (
-            "replace",
-            "replaces",
-            "replacing",
-        ) or t == "was":
-            assign(next_item(k), "source")
-        elif (t == "instead" and k + 1 < n and tokens[k + 1] == "of") or (t == "rather" and k + 1 < n and tokens[
-            k + 1
-        ] == "than"):
-            assign(prev_item(k), "target")
-            assign(next_item(k + 1), "source")
-        elif (t == "with" and saw_replace) or (t in TARGET_BEFORE and t not in ("with", "to")):
-            assign(next_item(k), "target")
-        elif t == "by" and k + 1 < n and tokens[k + 1].startswith("<number:"):
-            assign(k + 1, "amount")  # "increase the stock by 150": the change, not the value reached ("to 150")
-    return roles
