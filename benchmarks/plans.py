@@ -357,7 +357,7 @@ def fill(rt: Any, base_prompts: list[str], base_vecs: list[list[float]], target:
     import numpy as np
 
     from amplifier_module_tool_agent_memory.plans.models import PlanRecord
-    from amplifier_module_tool_agent_memory.plans.service import PlanService, normalise_prompt, plan_id_for
+    from amplifier_module_tool_agent_memory.plans.service import normalise_prompt, plan_id_for
 
     svc = rt.plans()
     started = time.perf_counter()
@@ -377,7 +377,7 @@ def fill(rt: Any, base_prompts: list[str], base_vecs: list[list[float]], target:
             score=1.0, stale=False, stale_reason=None, uses=0, rewards=0, successes=0, failures=0,
             created_at=now, updated_at=now, last_used_at=None, rewarded_at=None,
         )
-        batch.append((plan_id_for(prompt), vec.tolist(), PlanService._payload(record)))
+        batch.append((plan_id_for(prompt), vec.tolist(), record.to_payload()))
         i += 1
         if len(batch) >= 1000:
             svc.coll.upsert(batch)
