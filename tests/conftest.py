@@ -3,11 +3,13 @@ under a temporary root, and the module mounted on amplifier-core's MockCoordinat
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from amplifier_core.message_models import ChatRequest, ChatResponse, TextBlock
 from amplifier_core.testing import MockCoordinator
 
 import amplifier_module_tool_agent_memory as agent_memory
@@ -278,3 +280,28 @@ async def recorded_events(mount_tools: Callable[..., Any]) -> tuple[dict[str, An
     for event in EVENTS:
         coordinator.hooks.register(event, record, name=f"test-{event}")
     return tools, seen
+
+
+class ScriptedProvider:
+    """The session's LLM provider, scripted (no network): ``answer`` text, ``None`` to fail, ``delay`` s first."""
+
+    name = "scripted"
+
+    def __init__(self, answer: str | None, delay: float = 0.0) -> None:
+        self.answer = answer
+        self.delay = delay
+        self.requests: list[tuple[ChatRequest, dict[str, Any]]] = []
+
+    async def complete(self, request: ChatRequest, **kwargs: Any) -> ChatResponse:
+        self.requests.append((request, kwargs))
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if self.answer is None:
+            raise RuntimeError("provider unavailable")
+        return ChatResponse(content=[TextBlock(text=self.answer)])
+
+
+@pytest.fixture
+def scripted_provider() -> type[ScriptedProvider]:
+    """The scripted provider class: ``scripted_provider("SAME")``, ``(None)`` to fail, ``delay=`` to be late."""
+    return ScriptedProvider

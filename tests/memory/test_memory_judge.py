@@ -7,15 +7,16 @@ DIFFERENT, raises, or sleeps past the judge's timeout. None of these texts is in
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from amplifier_core import AmplifierSession
-from amplifier_core.message_models import ChatRequest, ChatResponse, TextBlock
 from memory_helpers import output_of
 
 import amplifier_module_tool_agent_memory as agent_memory
+
+if TYPE_CHECKING:
+    from conftest import ScriptedProvider
 
 # The comparison cannot decide this pair (a loose rewording with another name): possible_updates without a judge.
 OLD = "My barber is Tony at Main Street Cuts."
@@ -26,26 +27,7 @@ PRINTER_NEW = "The plotter on the third floor prints at 1200 dpi."
 UNRELATED = "The quarterly tax filing is due at the end of April."
 
 
-class _Provider:
-    """The session's provider, scripted: ``answer`` text, ``None`` to fail, or ``delay`` seconds first."""
-
-    name = "scripted"
-
-    def __init__(self, answer: str | None, delay: float = 0.0) -> None:
-        self.answer = answer
-        self.delay = delay
-        self.requests: list[tuple[ChatRequest, dict[str, Any]]] = []
-
-    async def complete(self, request: ChatRequest, **kwargs: Any) -> ChatResponse:
-        self.requests.append((request, kwargs))
-        if self.delay:
-            await asyncio.sleep(self.delay)
-        if self.answer is None:
-            raise RuntimeError("provider unavailable")
-        return ChatResponse(content=[TextBlock(text=self.answer)])
-
-
-async def _store_both(provider: _Provider, root: Path, first: str, second: str, **config: Any) -> tuple[
+async def _store_both(provider: ScriptedProvider, root: Path, first: str, second: str, **config: Any) -> tuple[
     dict[str, Any], dict[str, Any], dict[str, Any]
 ]:
     """Store ``first`` then ``second`` with ``judge: provider``: (first answer, second answer, memory_list)."""
@@ -63,8 +45,10 @@ async def _store_both(provider: _Provider, root: Path, first: str, second: str, 
         await cleanup()
 
 
-async def test_the_provider_judging_an_update_links_it_and_is_named(root: Path) -> None:
-    provider = _Provider("UPDATE")
+async def test_the_provider_judging_an_update_links_it_and_is_named(
+    root: Path, scripted_provider: type[ScriptedProvider]
+) -> None:
+    provider = scripted_provider("UPDATE")
     old, new, listed = await _store_both(provider, root, OLD, NEW)
     assert new["created"] is True and "possible_updates" not in new
     assert new["superseded"]["id"] == old["id"] and new["superseded"]["judged_by"] == "provider"
@@ -79,37 +63,49 @@ async def test_the_provider_judging_an_update_links_it_and_is_named(root: Path) 
     assert OLD in text and NEW in text and "UPDATE" in text
 
 
-async def test_the_provider_judging_the_same_merges_it_and_is_named(root: Path) -> None:
-    old, new, listed = await _store_both(_Provider("Same."), root, OLD, NEW)
+async def test_the_provider_judging_the_same_merges_it_and_is_named(
+    root: Path, scripted_provider: type[ScriptedProvider]
+) -> None:
+    old, new, listed = await _store_both(scripted_provider("Same."), root, OLD, NEW)
     assert (new["created"], new["id"]) == (False, old["id"])
     assert new["merged"] == {"id": old["id"], "content": OLD, "wording": NEW, "judged_by": "provider"}
     assert listed["count"] == 1
 
 
-async def test_the_provider_judging_another_fact_offers_nothing(root: Path) -> None:
-    old, new, listed = await _store_both(_Provider("DIFFERENT"), root, OLD, NEW)
+async def test_the_provider_judging_another_fact_offers_nothing(
+    root: Path, scripted_provider: type[ScriptedProvider]
+) -> None:
+    old, new, listed = await _store_both(scripted_provider("DIFFERENT"), root, OLD, NEW)
     assert new["created"] is True and new["id"] != old["id"]
     assert not {"possible_updates", "superseded", "merged"} & new.keys()
     assert listed["count"] == 2
 
 
-async def test_a_failing_provider_falls_back_to_possible_updates(root: Path) -> None:
-    old, new, _ = await _store_both(_Provider(None), root, OLD, NEW)
+async def test_a_failing_provider_falls_back_to_possible_updates(
+    root: Path, scripted_provider: type[ScriptedProvider]
+) -> None:
+    old, new, _ = await _store_both(scripted_provider(None), root, OLD, NEW)
     assert [p["id"] for p in new["possible_updates"]] == [old["id"]] and "superseded" not in new
 
 
-async def test_an_unclear_answer_falls_back_to_possible_updates(root: Path) -> None:
-    old, new, _ = await _store_both(_Provider("It depends"), root, OLD, NEW)
+async def test_an_unclear_answer_falls_back_to_possible_updates(
+    root: Path, scripted_provider: type[ScriptedProvider]
+) -> None:
+    old, new, _ = await _store_both(scripted_provider("It depends"), root, OLD, NEW)
     assert [p["id"] for p in new["possible_updates"]] == [old["id"]] and "superseded" not in new
 
 
-async def test_a_provider_past_its_timeout_falls_back_to_possible_updates(root: Path) -> None:
-    old, new, _ = await _store_both(_Provider("UPDATE", delay=5.0), root, OLD, NEW, judge_timeout_s=0.2)
+async def test_a_provider_past_its_timeout_falls_back_to_possible_updates(
+    root: Path, scripted_provider: type[ScriptedProvider]
+) -> None:
+    old, new, _ = await _store_both(scripted_provider("UPDATE", delay=5.0), root, OLD, NEW, judge_timeout_s=0.2)
     assert [p["id"] for p in new["possible_updates"]] == [old["id"]] and "superseded" not in new
 
 
-async def test_what_the_comparison_decides_never_asks_the_provider(root: Path) -> None:
-    provider = _Provider("SAME")
+async def test_what_the_comparison_decides_never_asks_the_provider(
+    root: Path, scripted_provider: type[ScriptedProvider]
+) -> None:
+    provider = scripted_provider("SAME")
     old, new, _ = await _store_both(provider, root, PRINTER_OLD, PRINTER_NEW)
     assert new["superseded"]["id"] == old["id"] and "judged_by" not in new["superseded"]
     _, other, _ = await _store_both(provider, root / "other", PRINTER_OLD, UNRELATED)

@@ -6,41 +6,23 @@ DIFFERENT, raises, or sleeps past the judge's timeout.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from amplifier_core import AmplifierSession
-from amplifier_core.message_models import ChatRequest, ChatResponse, TextBlock
 from memory_helpers import output_of
 
 import amplifier_module_tool_agent_memory as agent_memory
+
+if TYPE_CHECKING:
+    from conftest import ScriptedProvider
 
 STORED = "Compress the nightly log archive with gzip"
 ACTIONS = [{"tool": "run_command", "args": {"command": "gzip -9 /var/log/nightly.tar"}}]
 LOOSE = "Use gzip to compress the nightly log archive"
 
 
-class _Provider:
-    """The session's provider, scripted: ``answer`` text, ``None`` to fail, or ``delay`` seconds first."""
-
-    name = "scripted"
-
-    def __init__(self, answer: str | None, delay: float = 0.0) -> None:
-        self.answer = answer
-        self.delay = delay
-        self.requests: list[tuple[ChatRequest, dict[str, Any]]] = []
-
-    async def complete(self, request: ChatRequest, **kwargs: Any) -> ChatResponse:
-        self.requests.append((request, kwargs))
-        if self.delay:
-            await asyncio.sleep(self.delay)
-        if self.answer is None:
-            raise RuntimeError("provider unavailable")
-        return ChatResponse(content=[TextBlock(text=self.answer)])
-
-
-async def _lookup_with(provider: _Provider, root: Path, prompt: str, **config: Any) -> dict[str, Any]:
+async def _lookup_with(provider: ScriptedProvider, root: Path, prompt: str, **config: Any) -> dict[str, Any]:
     session = AmplifierSession({"session": {"orchestrator": "loop-basic", "context": "context-simple"}})
     await session.coordinator.mount("providers", provider, name="scripted")
     cleanup = await agent_memory.mount(
@@ -54,8 +36,10 @@ async def _lookup_with(provider: _Provider, root: Path, prompt: str, **config: A
         await cleanup()
 
 
-async def test_the_provider_judging_same_makes_a_hit_it_is_named_in(root: Path) -> None:
-    provider = _Provider("SAME")
+async def test_the_provider_judging_same_makes_a_hit_it_is_named_in(
+    root: Path, scripted_provider: type[ScriptedProvider]
+) -> None:
+    provider = scripted_provider("SAME")
     out = await _lookup_with(provider, root, LOOSE)
     assert (out["answer"], out["actions"], out["decided_by"]) == ("hit", ACTIONS, "provider")
     request, kwargs = provider.requests[0]
@@ -64,29 +48,39 @@ async def test_the_provider_judging_same_makes_a_hit_it_is_named_in(root: Path) 
     assert STORED in text and LOOSE in text
 
 
-async def test_the_provider_judging_different_leaves_a_candidate(root: Path) -> None:
-    out = await _lookup_with(_Provider("DIFFERENT."), root, LOOSE)
+async def test_the_provider_judging_different_leaves_a_candidate(
+    root: Path, scripted_provider: type[ScriptedProvider]
+) -> None:
+    out = await _lookup_with(scripted_provider("DIFFERENT."), root, LOOSE)
     assert out["answer"] == "candidate"
     assert out["candidates"][0]["judged_by"] == "provider"
 
 
-async def test_a_failing_provider_falls_back_to_the_agent(root: Path) -> None:
-    out = await _lookup_with(_Provider(None), root, LOOSE)
+async def test_a_failing_provider_falls_back_to_the_agent(
+    root: Path, scripted_provider: type[ScriptedProvider]
+) -> None:
+    out = await _lookup_with(scripted_provider(None), root, LOOSE)
     assert out["answer"] == "candidate" and "judged_by" not in out["candidates"][0]
 
 
-async def test_an_unclear_answer_falls_back_to_the_agent(root: Path) -> None:
-    out = await _lookup_with(_Provider("Probably, yes"), root, LOOSE)
+async def test_an_unclear_answer_falls_back_to_the_agent(
+    root: Path, scripted_provider: type[ScriptedProvider]
+) -> None:
+    out = await _lookup_with(scripted_provider("Probably, yes"), root, LOOSE)
     assert out["answer"] == "candidate" and "judged_by" not in out["candidates"][0]
 
 
-async def test_a_provider_past_its_timeout_falls_back_to_the_agent(root: Path) -> None:
-    out = await _lookup_with(_Provider("SAME", delay=5.0), root, LOOSE, judge_timeout_s=0.2)
+async def test_a_provider_past_its_timeout_falls_back_to_the_agent(
+    root: Path, scripted_provider: type[ScriptedProvider]
+) -> None:
+    out = await _lookup_with(scripted_provider("SAME", delay=5.0), root, LOOSE, judge_timeout_s=0.2)
     assert out["answer"] == "candidate" and "judged_by" not in out["candidates"][0]
 
 
-async def test_a_certified_request_and_an_unrelated_one_never_ask_the_provider(root: Path) -> None:
-    provider = _Provider("SAME")
+async def test_a_certified_request_and_an_unrelated_one_never_ask_the_provider(
+    root: Path, scripted_provider: type[ScriptedProvider]
+) -> None:
+    provider = scripted_provider("SAME")
     assert (await _lookup_with(provider, root, "Please compress the nightly log archive with gzip."))["answer"] == "hit"
     assert (await _lookup_with(provider, root, "What is the weather like in Lisbon tomorrow?"))["answer"] == "miss"
     assert provider.requests == []
