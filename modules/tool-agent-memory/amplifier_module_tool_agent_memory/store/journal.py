@@ -45,11 +45,10 @@ from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
-
-from .live_index import LiveIndex, decode_rest, encode_rest
+if TYPE_CHECKING:
+    from .live_index import LiveIndex
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +72,7 @@ _INDEX_MAGIC = b"\xa7X"
 # Version 2 keeps the single-record UUIDs as three sorted arrays (live_index.py); version 1 files (every id in
 # JSON) are still read.
 _INDEX_VERSION = 2
-_U64 = np.dtype("<u8")
+_U64 = "<u8"
 # A segment modified less than this before the index was written is also checked by its CRC at open: file
 # times advance by clock ticks (4 ms at HZ=250), so a change in the same tick would keep the mtime.
 FRESH_NS = 2_000_000_000
@@ -210,7 +209,7 @@ class Journal:
     report: ScanReport = field(default_factory=ScanReport)
     engine_seq: int = 0
     # id -> where its records are: (segment number << 32) | offset, oldest first.
-    _locs: LiveIndex = field(default_factory=LiveIndex)
+    _locs: LiveIndex = field(default_factory=lambda: _live_index())
     # Records of ids deleted since opening, kept until the purge that removes them.
     _dropped: dict[str, list[int]] = field(default_factory=dict)
     # The highest sequence number in each segment (entries() skips segments entirely before a sequence).
@@ -235,11 +234,11 @@ class Journal:
             self.folder.mkdir(parents=True, exist_ok=True)
         self._close_fd()
         self._segments = sorted(int(p.stem) for p in self._segment_paths())
-        self._locs, self._dropped, self._seg_last = LiveIndex(), {}, {}
+        self._locs, self._dropped, self._seg_last = _live_index(), {}, {}
         report = ScanReport()
         tail = None if full_scan else self._load_index(report)
         if tail is None:
-            self._locs, self._seg_last = LiveIndex(), {}
+            self._locs, self._seg_last = _live_index(), {}
             report = ScanReport()
             tail = [(number, 0) for number in self._segments]
         else:
@@ -342,6 +341,8 @@ class Journal:
             "damaged_bytes": report.damaged_bytes,
             "segments": stamps,
         }
+        from .live_index import encode_rest
+
         high, low, locs, rest = self._locs.to_arrays()
         head["uuids"] = len(high)
         head_b = json.dumps(head, separators=(",", ":")).encode()
@@ -733,8 +734,20 @@ class Journal:
         self.write_index(force=True)
 
 
+def _live_index() -> LiveIndex:
+    # numpy (under the live index) is imported when a journal is first made, not when the package is: mounting
+    # stays light.
+    from .live_index import LiveIndex
+
+    return LiveIndex()
+
+
 def _live_index_v2(uuids: int, rest: bytes, arrays: memoryview) -> LiveIndex:
     """The live ids of an index file of version 2: the other ids' JSON, then high, low and loc arrays."""
+    import numpy as np
+
+    from .live_index import LiveIndex, decode_rest
+
     if len(arrays) != 3 * 8 * uuids:
         raise ValueError("inconsistent index")
     flat = np.frombuffer(arrays, dtype=_U64)
@@ -743,6 +756,8 @@ def _live_index_v2(uuids: int, rest: bytes, arrays: memoryview) -> LiveIndex:
 
 def _live_index_v1(ids_json: bytes, arrays: memoryview) -> LiveIndex:
     """The live ids of an index file of version 1 (every id in JSON, then counts and locations)."""
+    from .live_index import LiveIndex
+
     ids: list[str] = json.loads(ids_json)
     counts = array("I")
     counts.frombytes(bytes(arrays[: 4 * len(ids)]))
