@@ -37,7 +37,10 @@ async def session(root: Path, embedder: CachedEmbedder) -> AsyncIterator[Mounted
         return HookResult(action="continue")
 
     mounted.coordinator.hooks.register("cache:block_closed", record, name="test-recorder")
-    cleanup = await agent_memory.mount(mounted.coordinator, {"storage_root": str(root), "agent_identity": "alice"})
+    # What compaction opens is the question here: the warm-up, which opens the store at session ready, is off.
+    cleanup = await agent_memory.mount(
+        mounted.coordinator, {"storage_root": str(root), "agent_identity": "alice", "warm_up": False}
+    )
     await agent_memory.on_session_ready(mounted.coordinator)
     yield mounted
     await cleanup()
