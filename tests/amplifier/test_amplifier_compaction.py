@@ -57,5 +57,6 @@ async def test_compaction_in_a_session_that_never_used_the_cache_opens_nothing(s
     before = edge.open_store_count()
     await session.coordinator.hooks.emit("context:compaction", dict(STATS))
     assert edge.open_store_count() == before
-    assert not (root / "alice").exists()
+    # Recall's briefing opens the memories at session ready; the cache's collection stays unopened.
+    assert not (root / "alice" / "cache").exists()
     assert session.closed == []
