@@ -302,6 +302,10 @@ def _run(coll: BaseCollection, op: str, a: dict[str, Any]) -> Any:
     if op == "upsert":
         coll.upsert([(str(pid), vectors, payload) for pid, vectors, payload in a["points"]])
         return None
+    if op == "upsert_unless":
+        return coll.upsert_unless(
+            [(str(pid), vectors, payload) for pid, vectors, payload in a["points"]], query_wire.decode(a["unless"])
+        )
     if op == "set_payload":
         coll.set_payload(a["id"], a["payload"])
         return None

@@ -520,6 +520,19 @@ class SharedCollection:
         self._run("upsert", lambda: {"points": batch}, lambda c: c.upsert(batch))
         self._written(len(batch))
 
+    def upsert_unless(self, points: Sequence[PointInput], unless: Filter) -> str | None:
+        """The id of a point ``unless`` matches, or write ``points`` (None): one request, run under the owner's
+        collection lock, so no other process's lock waits on this one's round trips."""
+        batch = [(pid, named_vectors(vec), payload) for pid, vec, payload in points]
+        found = self._run(
+            "upsert_unless",
+            lambda: {"points": batch, "unless": query_wire.encode(unless)},
+            lambda c: c.upsert_unless(batch, unless),
+        )
+        if found is None:
+            self._written(len(batch))
+        return None if found is None else str(found)
+
     def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
         """Set (merge) payload keys of one point."""
         args = {"id": point_id, "payload": payload}
