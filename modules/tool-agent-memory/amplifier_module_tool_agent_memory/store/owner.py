@@ -2,8 +2,9 @@
 
 The process that holds an identity's store lock (see :mod:`.sharing`) listens on a local socket
 and publishes how to reach it in ``<identity>/owner.json`` (mode 0600): the address and a random
-token. Every connection must send the token first; one thread serves each connection, so a
-connection's calls run one after another, and the collection lock a connection takes (a
+token. Every connection must send the token first, with the protocol it speaks
+(:data:`.wire.PROTOCOL`: another version's process is refused); one thread serves each
+connection, so a connection's calls run one after another, and the collection lock a connection takes (a
 read-modify-write sequence of another process) is held by its thread until that process
 releases it or its connection ends (a process that dies releases its locks here).
 
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from . import query_wire, wire
-from .contract import BaseCollection
+from .contract import BaseCollection, PointInput
 from .files import open_no_follow
 
 logger = logging.getLogger(__name__)
@@ -214,7 +215,12 @@ class OwnerServer:
             if not hmac.compare_digest(str(hello.get("token", "")), self._token):
                 wire.send(conn, {"e": wire.error_message(PermissionError("wrong token"))})
                 return
-            wire.send(conn, {"r": self._hello})
+            if hello.get("protocol") != wire.PROTOCOL:
+                # Another version of this module: its requests would be refused or misread one by one.
+                message = f"this store's owner speaks protocol {wire.PROTOCOL}, not {hello.get('protocol', 1)}"
+                wire.send(conn, {"e": wire.error_message(PermissionError(message))})
+                return
+            wire.send(conn, {"r": {**self._hello, "protocol": wire.PROTOCOL}})
             while True:
                 message = wire.receive(conn)
                 if message.get("op") == "batch":
@@ -297,11 +303,18 @@ class OwnerServer:
         return _run(coll, op, args)
 
 
+def _points_in(points: list[Any]) -> list[PointInput]:
+    """The points a process sent to write, their vectors unpacked."""
+    return [(str(pid), wire.vectors_in(vectors), payload) for pid, vectors, payload in points]
+
+
 def _run(coll: BaseCollection, op: str, a: dict[str, Any]) -> Any:
     """One collection call of another process."""
     if op == "upsert":
-        coll.upsert([(str(pid), vectors, payload) for pid, vectors, payload in a["points"]])
+        coll.upsert(_points_in(a["points"]))
         return None
+    if op == "upsert_unless":
+        return coll.upsert_unless(_points_in(a["points"]), query_wire.decode(a["unless"]))
     if op == "set_payload":
         coll.set_payload(a["id"], a["payload"])
         return None
@@ -309,7 +322,7 @@ def _run(coll: BaseCollection, op: str, a: dict[str, Any]) -> Any:
         coll.delete_payload(a["id"], a["keys"])
         return None
     if op == "update_vector":
-        coll.update_vector(a["id"], a["name"], a["vector"])
+        coll.update_vector(a["id"], a["name"], wire.vectors_in(a["vector"]))
         return None
     if op == "delete":
         coll.delete(a["ids"])
