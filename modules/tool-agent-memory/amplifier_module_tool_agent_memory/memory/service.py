@@ -373,13 +373,6 @@ class MemoryService:
         tags = list(dict.fromkeys(fields["tags"]))
         files = list(dict.fromkeys(fields["files"]))
         digest = content_hash(content)
-        # Early answers, before embedding anything; no lock: each is one read, and both are checked again under
-        # the lock before the write (a lock here cost a store shared by several processes two round trips).
-        existing = self._find_by_hash(digest)
-        if existing is not None:
-            return StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
-        if inp.supersedes is not None:
-            self._declared(inp.supersedes, inp.kind)  # refuse a bad target before embedding anything
         with self._tail_lock:
             return self._store_new(inp, content, tags, files, digest, report)
 
@@ -402,15 +395,42 @@ class MemoryService:
         # run instead of both runs one after the other (LoCoMo turns: 52 -> 36 ms a pair under load).
         # Each text has its own run either way, so the vectors are the same.
         ctx_future = _background().submit(self.embedder.embed_documents, [ctx]) if ctx != content else None
+        duplicate: StoreOutcome | None = None
         try:
+            # The early answers, while the context window embeds: a process sharing the store waits for this read's
+            # round trip behind that run. No lock: each is one read, and both are checked again at the write.
+            existing = self._find_by_hash(digest)
+            if existing is not None:
+                duplicate = StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
+                return duplicate
+            if inp.supersedes is not None:
+                self._declared(inp.supersedes, inp.kind)  # refuse a bad target before embedding the memory
             dense = self.embedder.embed_documents([content])[0]
             # Judged outside the store lock; what it points at is checked again under the lock.
             judgement = Judgement() if inp.supersedes is not None else self._judge(content, dense, inp.kind)
         finally:
-            if ctx_future is not None:
+            if ctx_future is not None and duplicate is not None:
+                # A duplicate is answered at once: its context run, if started, ends on its own (dropped).
+                ctx_future.cancel()
+            elif ctx_future is not None:
                 wait([ctx_future])  # an error here leaves no run behind it
         ctx_vec = ctx_future.result()[0] if ctx_future is not None else dense
         vectors = {DENSE: dense, CTX: ctx_vec}
+        if judgement.merge_into is None and judgement.supersede is None and inp.supersedes is None:
+            # Nothing to merge into or link: the exact-duplicate check and the write are one call under the
+            # collection lock (one request for a process sharing the store: the lock never waits on a round trip).
+            memory_id = str(uuid.uuid4())
+            memory = self._new_memory(inp, content, tags, files, digest, tail, None)
+            existing = self.coll.upsert_unless([(memory_id, vectors, memory.to_payload())], where(content_hash=digest))
+            if existing is not None:
+                return StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
+            self._stored(memory.seq or 0, content)
+            return StoreOutcome(
+                memory_id,
+                created=True,
+                redacted=report or None,
+                possible_updates=tuple(p.as_output() for p in judgement.possible),
+            )
         with self.coll.lock:
             # Checked again under the lock: another session may have stored it meanwhile.
             existing = self._find_by_hash(digest)
@@ -455,29 +475,11 @@ class MemoryService:
                 if stored:
                     older = newest_of(self.coll, judgement.supersede.id, dict(stored[0].payload or {}))
             memory_id = str(uuid.uuid4())
-            seq = tail[0] + 1 if tail else 0
-            memory = StoredMemory(
-                content=content,
-                ctx_text=context_text(content, tail[1] if tail else None),
-                content_hash=digest,
-                kind=inp.kind,
-                tags=tags,
-                importance=inp.importance,
-                files=files,
-                created_at=now,
-                updated_at=now,
-                thread=self.thread,
-                seq=seq,
-                supersedes=older.id if older is not None else None,
-            )
+            memory = self._new_memory(inp, content, tags, files, digest, tail, older, now)
             self.coll.upsert([(memory_id, vectors, memory.to_payload())])
             if older is not None:
                 self.coll.set_payload(older.id, link_payload(SUPERSEDED_BY, memory_id))
-            self._tail = (seq, content)
-        self._writes_since_check += 1
-        if self._writes_since_check >= INDEX_CHECK_EVERY:
-            self._writes_since_check = 0
-            self.coll.index_soon(INDEX_AFTER_UNINDEXED)
+        self._stored(memory.seq or 0, content)
         superseded = None
         if older is not None:
             superseded = _brief(older)
@@ -493,6 +495,42 @@ class MemoryService:
         return StoreOutcome(
             memory_id, created=True, redacted=report or None, superseded=superseded, possible_updates=possible
         )
+
+    def _new_memory(
+        self,
+        inp: MemoryStoreInput,
+        content: str,
+        tags: list[str],
+        files: list[str],
+        digest: str,
+        tail: tuple[int, str] | None,
+        older: Member | None,
+        now: str | None = None,
+    ) -> StoredMemory:
+        """The memory to write: next in this session's thread, its context window quoting the one before."""
+        now = now or iso(self.clock())
+        return StoredMemory(
+            content=content,
+            ctx_text=context_text(content, tail[1] if tail else None),
+            content_hash=digest,
+            kind=inp.kind,
+            tags=tags,
+            importance=inp.importance,
+            files=files,
+            created_at=now,
+            updated_at=now,
+            thread=self.thread,
+            seq=tail[0] + 1 if tail else 0,
+            supersedes=older.id if older is not None else None,
+        )
+
+    def _stored(self, seq: int, content: str) -> None:
+        """After a write: the thread's new tail, and now and then an index build scheduled."""
+        self._tail = (seq, content)
+        self._writes_since_check += 1
+        if self._writes_since_check >= INDEX_CHECK_EVERY:
+            self._writes_since_check = 0
+            self.coll.index_soon(INDEX_AFTER_UNINDEXED)
 
     def _filter(self, inp: MemorySearchInput) -> Filter | None:
         must: list[Condition] = []
