@@ -16,7 +16,6 @@ DIFFERENCE_KINDS = (
     "identifier",
     "path",
     "url",
-    "scheme",
     "colour",
     "quoted",
     "name",
@@ -67,7 +66,7 @@ class Difference:
 
 @dataclass(frozen=True)
 class Comparison:
-    """The outcome of :meth:`Comparator.compare`.
+    """The outcome of :func:`.policy.compared`.
 
     ``similarity`` is the whole-text cosine the comparison used. ``decided`` is False when
     the texts look alike but the comparison cannot tell a restatement from a change (the
