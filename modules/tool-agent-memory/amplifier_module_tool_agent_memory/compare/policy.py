@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any, Protocol
 
 from .announce import announced_update, announces_change
@@ -254,14 +255,44 @@ def _shortens(short: str, long_: str) -> bool:
     return 3 <= len(short) < len(long_) and long_.startswith(short)
 
 
-def _initials(tokens: Sequence[str]) -> dict[str, set[int]]:
+@dataclass(frozen=True)
+class _Words:
+    """What :func:`_left_over` needs of the text that says the other's words, built once per text (a stored
+    memory or cache item meets many new ones)."""
+
+    stems: frozenset[str]
+    by_initial: dict[str, tuple[str, ...]]
+    """Its stems and alphabetic tokens by first letter (shortenings are looked up among them)."""
+    names: frozenset[str]
+    budget: Counter[str]
+    acronyms: dict[str, frozenset[int]]
     """Each acronym 2-5 neighbouring content tokens spell, with the positions spelling it."""
-    content = [(k, t) for k, t in enumerate(tokens) if not t.startswith("<") and t not in FUNCTION_WORDS]
-    return {
-        "".join(t[:1] for _, t in content[i : i + n]): {k for k, _ in content[i : i + n]}
+    short: frozenset[str]
+    """Its short alphabetic content tokens (2-5 letters): what an acronym of the other text may spell."""
+
+
+@lru_cache(maxsize=4096)
+def _words(text: str) -> _Words:
+    reading = read(text)
+    stems = {it.stem for it in reading.items} | {p for it in reading.items for p in it.parts}
+    stems |= {stem(t) for t in reading.tokens if not t.startswith("<")}
+    by_initial: dict[str, list[str]] = {}
+    for w in stems | {t for t in reading.tokens if t.isalpha()}:
+        by_initial.setdefault(w[:1], []).append(w)
+    content = [(k, t) for k, t in enumerate(reading.tokens) if not t.startswith("<") and t not in FUNCTION_WORDS]
+    acronyms = {
+        "".join(t[:1] for _, t in content[i : i + n]): frozenset(k for k, _ in content[i : i + n])
         for n in range(2, 6)
         for i in range(len(content) - n + 1)
     }
+    return _Words(
+        stems=frozenset(stems),
+        by_initial={k: tuple(v) for k, v in by_initial.items()},
+        names=frozenset(it.text.lower() for it in reading.items),
+        budget=Counter(it.stem for it in reading.items),
+        acronyms=acronyms,
+        short=frozenset(t for _, t in content if 2 <= len(t) <= 5 and t.isalpha()),
+    )
 
 
 def _left_over(reading: Reading, other: Reading) -> list[Item]:
@@ -270,31 +301,28 @@ def _left_over(reading: Reading, other: Reading) -> list[Item]:
     parts, not a shortening of a word only ``other`` has or shortened by one (a code name only by a short form
     keeping two thirds of it: "PostgreSQL" / "Postgres", not "FitLab" / "Fitness"), not an acronym either way
     ("PM" / "product manager")."""
-    stems = {it.stem for it in other.items} | {p for it in other.items for p in it.parts}
-    stems |= {stem(t) for t in other.tokens if not t.startswith("<")}
+    words, mine = _words(other.text), _words(reading.text)
     own = {it.stem for it in reading.items} | set(reading.tokens)
-    novel = (stems | {t for t in other.tokens if t.isalpha()}) - own
-    names = {it.text.lower() for it in other.items} - own
-    budget = Counter(it.stem for it in other.items)
-    acronyms = _initials(other.tokens)
-    short = {t for t in other.tokens if 2 <= len(t) <= 5 and t.isalpha() and t not in FUNCTION_WORDS}
-    spelled = {k for acronym, places in _initials(reading.tokens).items() if acronym in short for k in places}
+    spelled = {k for acronym, places in mine.acronyms.items() if acronym in words.short for k in places}
     seen: Counter[str] = Counter()
     out: list[Item] = []
     for item in reading.items:
         seen[item.stem] += 1
+        if item.stem in words.stems and not (words.budget[item.stem] and seen[item.stem] > words.budget[item.stem]):
+            continue
+        if (item.parts and set(item.parts) <= words.stems) or item.pos in spelled:
+            continue
         word = item.text.lower().removesuffix("'s")
-        said = (item.stem in stems and not (budget[item.stem] and seen[item.stem] > budget[item.stem])) or (
-            bool(item.parts) and set(item.parts) <= stems
-        )
-        if not (
-            said
-            or item.pos in spelled
-            or (2 <= len(word) <= 5 and word.isalpha() and word in acronyms)
-            or (item.kind == "word" and any(_shortens(w, word) or _shortens(word, w) for w in novel))
-            or (item.kind != "word" and any(_shortens(w, word) and 3 * len(w) >= 2 * len(word) for w in names))
+        if 2 <= len(word) <= 5 and word.isalpha() and word in words.acronyms:
+            continue
+        novel = [w for w in words.by_initial.get(word[:1], ()) if w not in own]
+        if item.kind == "word" and any(_shortens(w, word) or _shortens(word, w) for w in novel):
+            continue
+        if item.kind != "word" and any(
+            _shortens(w, word) and 3 * len(w) >= 2 * len(word) for w in words.names - own
         ):
-            out.append(item)
+            continue
+        out.append(item)
     return out
 
 
@@ -359,11 +387,20 @@ def _word_pairs(
     out: list[Difference] = []
     if wordnet is None:
         return soft_a, soft_b, out
+    surface = [x.text.lower().removesuffix("'s") if x.kind == "word" else "" for x in left_b]
+    # Only a word sharing a synset with a word of the other side, or whose antonyms or verb links reach one, can
+    # be a synonym, antonym or the same action: the rows of other words are skipped.
+    synsets_b = {s for w in surface if w for s in wordnet.profile(w).synsets}
+    reach_b = {s for w in surface if w for p in [wordnet.profile(w)] for s in p.opposite | p.verb_links}
     for ka, x in enumerate(left_a):
+        xa = x.text.lower().removesuffix("'s")
+        pa = wordnet.profile(xa) if x.kind == "word" else None
+        if pa is None or not (pa.synsets & (synsets_b | reach_b) or (pa.opposite | pa.verb_links) & synsets_b):
+            continue
         for kb, y in enumerate(left_b):
-            if kb in soft_b or x.kind != "word" or y.kind != "word":
+            if kb in soft_b or not surface[kb]:
                 continue
-            relation = wordnet.relation(x.text.lower().removesuffix("'s"), y.text.lower().removesuffix("'s"))
+            relation = wordnet.relation(xa, surface[kb])
             if relation in (Relation.SYNONYM, Relation.ACTION, Relation.ANTONYM):
                 soft_a.add(ka)
                 soft_b.add(kb)
