@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Protocol
 
 from .announce import announced_update, announces_change
 from .certify import certify
@@ -100,16 +100,6 @@ class Assessment:
     def certified(self) -> bool:
         """The comparison (not a judge) certified the pair."""
         return self.action is Action.ACT and self.decided_by == "certify"
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe form (tool outputs, events)."""
-        return {
-            "action": self.action.value,
-            "cosine": round(self.cosine, 4),
-            "decided_by": self.decided_by,
-            "differences": [d.describe() for d in self.differences],
-            "reason": self.reason,
-        }
 
 
 def assess(stored: str, asked: str, cosine: float, *, floor: float, judge: Judge | None = None) -> Assessment:
