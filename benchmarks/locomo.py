@@ -108,15 +108,25 @@ async def main_async(args: argparse.Namespace) -> int:
         print(f"SKIP: LoCoMo data not found at {DATA} (it lives in ../shared/data, outside the repository)")
         return 0
     samples = json.loads(DATA.read_text())
+    if args.layout:
+        # A candidate layout of benchmarks/build_cost.py for the memory collection (new shards only: each
+        # conversation's store is new).
+        from build_cost import spec_of
+
+        import amplifier_module_tool_agent_memory.memory.service as memory_service
+
+        memory_service.MEMORIES = spec_of(args.layout)
     if args.limit:
         samples = samples[: args.limit]
     all_scores: list[tuple[int, dict[int, float]]] = []
+    halves: tuple[list[float], list[float]] = ([], [])
     latencies: list[float] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="locomo-bench-") as tmp:
-        for sample in samples:
+        for number, sample in enumerate(samples):
             scores, lat = await run_sample(sample, Path(tmp), max(KS), args.index)
             all_scores.extend(scores)
+            halves[2 * number >= len(samples)].extend(s[10] for _, s in scores)
             latencies.extend(lat)
             print(f"  {sample['sample_id']}: {len(scores)} questions", file=sys.stderr)
 
@@ -128,6 +138,10 @@ async def main_async(args: argparse.Namespace) -> int:
             print(f"{name:<14}{len(rows):>6}" + "".join(f"{statistics.fmean(r[k] for r in rows):>9.3f}" for k in KS))
     print(f"{'overall':<14}{len(all_scores):>6}" + "".join(
         f"{statistics.fmean(s[k] for _, s in all_scores):>9.3f}" for k in KS
+    ))
+    # A setting chosen on one half of the conversations is reported on the other.
+    print("R@10 by half of the conversations: " + ", ".join(
+        f"{name} {statistics.fmean(h):.3f} ({len(h)})" for name, h in zip(("first", "second"), halves, strict=True) if h
     ))
     print(
         f"memory_search latency (tool path, limit {max(KS)}): median {statistics.median(latencies):.1f} ms, "
@@ -141,6 +155,7 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=0, help="only the first N conversations")
     parser.add_argument("--index", action="store_true",
                         help="build the vector index (HNSW, quantized vectors) after storing each conversation")
+    parser.add_argument("--layout", default="", help="a layout of benchmarks/build_cost.py LAYOUTS for the memories")
     return asyncio.run(main_async(parser.parse_args()))
 
 

@@ -243,13 +243,18 @@ class Session:
         # own wait and everything its worker threads took from the event loop's thread (the GIL) included.
         self.marks: dict[str, float] = {}
 
+        # The process's CPU time over the same span (every thread: the loop's, recall's workers, the engine's and the
+        # model's), which the load on a shared machine inflates far less than the wall time.
         async def submitted(event: str, data: dict[str, Any]) -> Any:
             self.marks.clear()
             self.marks["prompt"] = time.perf_counter()
+            self.marks["prompt_cpu"] = time.process_time()
             return HookResult(action="continue")
 
         async def requested(event: str, data: dict[str, Any]) -> Any:
-            self.marks.setdefault("request", time.perf_counter())
+            if "request" not in self.marks:
+                self.marks["request"] = time.perf_counter()
+                self.marks["request_cpu"] = time.process_time()
             return HookResult(action="continue")
 
         hooks = self.session.coordinator.hooks
@@ -260,6 +265,10 @@ class Session:
     def first_request_ms(self) -> float:
         """Milliseconds from the last turn's prompt:submit to its first request leaving provider:request."""
         return (self.marks["request"] - self.marks["prompt"]) * 1000
+
+    def first_request_cpu_ms(self) -> float:
+        """The process's CPU milliseconds over the same span."""
+        return (self.marks["request_cpu"] - self.marks["prompt_cpu"]) * 1000
 
     async def ask(self, prompt: str) -> tuple[str, dict[str, Any], float]:
         """One turn; (the injected text of its request, its memory:recalled event, the turn's wall ms)."""
@@ -402,17 +411,22 @@ def longer(prompt: str, filler: list[str], words: int, rng: random.Random) -> st
 
 
 async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: dict[str, Any],
-                  per_bucket: int, samples_out: Path | None = None, query_words: int | None = None) -> None:
-    """Each prompt is the first turn of a new session (briefing and recall both computed). In the same run, for
-    the same prompts: the first request's time with recall off (one session for all prompts), and memory_search."""
+                  per_bucket: int, samples_out: Path | None = None, query_words: int | None = None,
+                  idle_ms: float = 100.0) -> None:
+    """Each prompt is the first turn of a new session (briefing and recall both computed), asked ``idle_ms`` after
+    the session is ready (a person types a prompt later than that; 0: a prompt given with the command). In the same
+    run, for the same prompts: the first request's time with recall off (one session for all prompts), and
+    memory_search."""
     rng = random.Random(7)
     pool = [str(q["question"]) for s in samples for q in questions(s)]
     rng.shuffle(pool)
     buckets: dict[str, list[str]] = {"<=15 words": [p for p in pool if len(p.split()) <= 15][:per_bucket]}
     for words in LENGTHS:
         buckets[f"{words} words"] = [longer(p, pool, words, rng) for p in pool[:per_bucket]]
-    print(f"{'prompt':<12}{'n':>5}{'added p50':>10}{'p95':>7}{'wait p50':>10}{'p95':>7}{'work p50':>10}{'p95':>7}"
-          f"{'brief p50':>10}{'p95':>7}{'embed p50':>10}{'p95':>7}{'off p50':>9}{'p95':>7}{'search p50':>11}{'p95':>7}")
+    print(f"prompt asked {idle_ms:.0f} ms after the session is ready")
+    print(f"{'prompt':<12}{'n':>5}{'added p50':>10}{'p95':>7}{'cpu+ p50':>9}{'p95':>7}{'wait p50':>10}{'p95':>7}"
+          f"{'work p50':>10}{'p95':>7}{'brief p50':>10}{'p95':>7}{'embed p50':>10}{'p95':>7}{'off p50':>9}{'p95':>7}"
+          f"{'search p50':>11}{'p95':>7}")
     # The store stays open in the process between the sessions (as it is during one session): a session's
     # first request then pays the briefing and the recall, not the store's opening.
     from amplifier_module_tool_agent_memory.config import parse_config
@@ -434,6 +448,7 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
     raw: dict[str, dict[str, list[float]]] = {}
     for label, prompts in buckets.items():
         waits, works, briefs, searches, embeds, on_first, off_first = [], [], [], [], [], [], []
+        on_cpu, off_cpu = [], []
         off = Session(root, ident, {"recall": {"enabled": False}, "embeddings": {"query_cache_size": 0}})
         await off.start()
         for prompt in prompts:
@@ -441,8 +456,10 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
             # and the recall (the most a request waits).
             session = Session(root, ident, on_config)
             await session.start()
+            await asyncio.sleep(idle_ms / 1000)
             _, event, _ = await session.ask(prompt)
             on_first.append(session.first_request_ms())
+            on_cpu.append(session.first_request_cpu_ms())
             if event:
                 waits.append(float(event.get("waited_ms", 0.0)))
                 works.append(float(event.get("recall_ms", 0.0)))
@@ -459,13 +476,15 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
             # Recall off, the same prompt right after (one session for all: nothing of recall's is computed).
             await off.ask(prompt)
             off_first.append(off.first_request_ms())
+            off_cpu.append(off.first_request_cpu_ms())
         await off.close()
         baseline = statistics.median(off_first)
         added = [max(0.0, t - baseline) for t in on_first]
-        figures = [p50_p95(v) for v in (added, waits, works, briefs, embeds, off_first, searches)]
-        raw[label] = {"on_first": on_first, "off_first": off_first, "wait": waits, "work": works, "brief": briefs,
-                      "search": searches, "embed": embeds}
-        widths = (10, 10, 10, 10, 10, 9, 11)
+        cpu_added = [max(0.0, t - statistics.median(off_cpu)) for t in on_cpu]
+        figures = [p50_p95(v) for v in (added, cpu_added, waits, works, briefs, embeds, off_first, searches)]
+        raw[label] = {"on_first": on_first, "off_first": off_first, "on_cpu": on_cpu, "off_cpu": off_cpu,
+                      "wait": waits, "work": works, "brief": briefs, "search": searches, "embed": embeds}
+        widths = (10, 9, 10, 10, 10, 10, 9, 11)
         print(f"{label:<12}{len(prompts):>5}"
               + "".join(f"{a:>{w}.1f}{b:>7.1f}" for w, (a, b) in zip(widths, figures, strict=True)))
     holder.close()
@@ -473,8 +492,10 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
         # Every sample, to pool runs made side by side with another tree.
         await asyncio.to_thread(samples_out.write_text, json.dumps(raw))
     print("(ms. added: how much later the first request of a turn left provider:request than with recall off "
-          "(from prompt:submit; minus the off median), the target's figure; wait: what recall's handler waited; "
-          "work: the recall's own time in its worker; brief: the briefing's, in a second worker at the same time; "
+          "(from prompt:submit; minus the off median), the target's figure; cpu+: the process's CPU time over the same "
+          "span minus the off median (all threads; robust to the load); wait: what recall's handler waited; "
+          "work: the recall's own time in its worker; brief: the briefing's, in its worker (at session ready; "
+          "0 when it was given on no request); "
           "embed: the query embedding of the prompt alone (the floor); "
           "off: prompt:submit to the first request with recall off; search: memory_search through the tool for the "
           "same prompt, same run)")
@@ -564,7 +585,7 @@ async def main_async(args: argparse.Namespace) -> int:
             await fill_store(all_samples, workdir, ident, args.latency_fill)
             print(f"\nLatency at {args.latency_fill} memories, query cache off:")
             out = Path(args.samples_json) if args.samples_json else None
-            await latency(all_samples, workdir, ident, gate, args.per_bucket, out, args.query_words)
+            await latency(all_samples, workdir, ident, gate, args.per_bucket, out, args.query_words, args.idle_ms)
     print(f"\ntotal {time.perf_counter() - started:.0f} s; timings on a shared 2-core machine are noisy: "
           "compare the on/off columns of one run")
     return 0
@@ -584,6 +605,9 @@ def main() -> int:
     parser.add_argument("--fill-only", action="store_true", help="latency on the filled store only")
     parser.add_argument("--samples-json", help="write the filled store's latency samples here (JSON)")
     parser.add_argument("--per-bucket", type=int, default=60, help="prompts per length bucket")
+    parser.add_argument("--idle-ms", type=float, default=100.0,
+                        help="latency: ms between a session being ready and its first prompt (0: a prompt given with "
+                        "the command)")
     return asyncio.run(main_async(parser.parse_args()))
 
 

@@ -72,6 +72,9 @@ class AgentMemory:
         self._lock = threading.RLock()
         self._closed = False
         self._activity: Path | None = None
+        # Work a session hook starts once the session is ready (every module mounted, the identity resolved), in
+        # the background before the first prompt: recall's briefing (amplifier/recall_hooks.py).
+        self.on_session_ready: list[Callable[[], None]] = []
 
     @classmethod
     def from_mount(

@@ -87,8 +87,15 @@ def mounted_runtimes(coordinator: Any) -> list[AgentMemory]:
 
 
 async def on_session_ready(coordinator: Any) -> None:
-    """Resolve the identity now that every module is mounted; cheap (opens no store, loads no model)."""
+    """Resolve the identity now that every module is mounted, then start what the hooks read before the first
+    prompt (recall's briefing, in a worker thread: this returns at once)."""
     for runtime in mounted_runtimes(coordinator):
         identity = runtime.resolve_identity()
         if identity is None and runtime.setup_error is not None:
             logger.warning("agent-memory: its tools will report: %s", runtime.setup_error)
+            continue
+        for start in runtime.on_session_ready:
+            try:
+                start()
+            except Exception:  # a hook's early start is an optimisation: it starts again on the first prompt
+                logger.exception("starting a session hook's work failed")

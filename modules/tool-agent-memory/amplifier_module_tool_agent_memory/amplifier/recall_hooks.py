@@ -4,14 +4,18 @@ The orchestrators (loop-basic, loop-streaming) emit ``prompt:submit {prompt}`` o
 ``provider:request {provider, iteration}`` before every provider call; a ``provider:request`` handler's
 ephemeral ``inject_context`` is appended to that one request only. So:
 
+* the briefing (standing preferences and decisions) does not depend on the prompt: it is read in a worker
+  thread as soon as the session is ready (``on_session_ready``, every module mounted), so it is ready long
+  before the first prompt and the first request neither waits for it nor shares the interpreter with it
+  (measured: ~6 ms of CPU off the first request, docs/recall.md). A memory written before it is given
+  (``memory_store``, ``memory_forget``, ...) reads it again. In a host that does not call
+  ``on_session_ready`` it starts with the first prompt, beside the recall;
 * on ``prompt:submit`` the turn's recall starts at once in a worker thread (``run_in_executor`` submits it
-  before the handler returns; ``asyncio.to_thread`` would start only when the loop next turns). The briefing
-  does not depend on the prompt: on the session's first turn it is read in a second worker at the same time,
-  so the first request waits for the slower of the two, not for their sum;
+  before the handler returns; ``asyncio.to_thread`` would start only when the loop next turns);
 * on every ``provider:request`` of the turn the handler waits for it at most ``recall.timeout_ms`` and
   returns the block again (an ephemeral injection lasts one request). A recall still running when the
   time is up injects nothing into that request; a later request of the turn uses it once it is done;
-* the briefing (standing preferences and decisions) joins the first request where it is ready, once a
+* the briefing joins the first request (waited for like the recall when it is not ready yet), once a
   session;
 * the injection never exceeds the session's ``injection_size_limit`` (an injection over it fails the
   whole turn): whole lines are dropped until it fits;
@@ -68,11 +72,14 @@ class Briefing:
 
 @dataclass
 class SessionRecall:
-    """Per session: the turn's running recall, the briefing being read, and whether it was given."""
+    """Per session: the turn's running recall, the briefing being read, whether it was given, and every worker
+    still running (the cleanup waits for them before the store they read is released)."""
 
+    wants_briefing: bool
     task: asyncio.Future[TurnWork] | None = None
     briefing: asyncio.Future[Briefing] | None = None
     briefed: bool = False
+    running: set[asyncio.Future[Any]] = field(default_factory=set)
 
 
 def compute(runtime: AgentMemory, prompt: str) -> TurnWork:
@@ -106,6 +113,14 @@ def compute_briefing(runtime: AgentMemory) -> Briefing:
         config.briefing_tokens,
     )
     return Briefing(block, ids, (time.perf_counter() - started) * 1000)
+
+
+def memory_writes() -> list[str]:
+    """The events of the tools that change long-term memory (from the one tool table): one emitted before the
+    briefing is given reads the briefing again."""
+    from ..tools.table import TOOLS
+
+    return sorted({spec.event for spec in TOOLS if spec.name.startswith("memory_") and not spec.hints.read_only})
 
 
 def fit(parts: list[str], limit: int | None) -> str:
@@ -150,22 +165,37 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
     mode = config.sub_agents if is_sub_agent else "full"
     if not config.enabled or mode == "off":
         return None
-    state = SessionRecall()
+    state = SessionRecall(wants_briefing=mode == "full" and config.briefing_tokens > 0)
     timeout_s = config.timeout_ms / 1000
+
+    def in_worker(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        """``fn(*args)`` in a worker thread, tracked until it ends; an error nobody reads is not logged twice."""
+        future = asyncio.get_running_loop().run_in_executor(None, fn, *args)
+        state.running.add(future)
+
+        def ended(done: asyncio.Future[Any]) -> None:
+            state.running.discard(done)
+            if not done.cancelled():
+                done.exception()  # read by on_request when it matters; marks it retrieved
+
+        future.add_done_callback(ended)
+        return future
+
+    def start_briefing() -> None:
+        """Read the briefing in a worker (again when memory changed before it was given)."""
+        if state.wants_briefing and not state.briefed and runtime.is_ready():
+            state.briefing = in_worker(compute_briefing, runtime)
 
     async def on_prompt(event: str, data: dict[str, Any]) -> Any:
         from amplifier_core.models import HookResult
 
         try:
             prompt = str((data or {}).get("prompt") or "")
-            if state.task is not None and not state.task.done():
-                state.task.cancel()  # a thread already running finishes; its result is dropped
-            state.task = None
+            state.task = None  # a previous turn's recall still running finishes; its result is dropped
             if prompt.strip() and runtime.is_ready():
-                loop = asyncio.get_running_loop()
-                state.task = loop.run_in_executor(None, compute, runtime, prompt)
-                if mode == "full" and not state.briefed and state.briefing is None and config.briefing_tokens > 0:
-                    state.briefing = loop.run_in_executor(None, compute_briefing, runtime)
+                state.task = in_worker(compute, runtime, prompt)
+                if state.briefing is None:
+                    start_briefing()
         except Exception:
             logger.exception("starting recall failed")
         return HookResult(action="continue")
@@ -232,20 +262,36 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
             return None
         return future.result()
 
+    async def on_memory_changed(event: str, data: dict[str, Any]) -> Any:
+        from amplifier_core.models import HookResult
+
+        if state.briefing is not None and not state.briefed:
+            try:
+                start_briefing()
+            except Exception:
+                logger.exception("reading the briefing again failed")
+        return HookResult(action="continue")
+
     unregisters = [
         coordinator.hooks.register(PROMPT_SUBMIT, on_prompt, priority=PRIORITY,
                                    name=f"agent-memory.recall.prompt.{id(runtime):x}"),
         coordinator.hooks.register(PROVIDER_REQUEST, on_request, priority=PRIORITY,
                                    name=f"agent-memory.recall.request.{id(runtime):x}"),
     ]
+    if state.wants_briefing:
+        unregisters += [coordinator.hooks.register(event, on_memory_changed, priority=PRIORITY,
+                                                   name=f"agent-memory.recall.changed.{id(runtime):x}")
+                        for event in memory_writes()]
+        runtime.on_session_ready.append(start_briefing)
 
-    def unregister() -> None:
-        for future in (state.task, state.briefing):
-            if future is not None and not future.done():
-                future.cancel()
+    async def unregister() -> None:
         for fn in unregisters:
             if callable(fn):
                 fn()
+        if state.running:
+            # A worker still reading (a briefing started at session start, a late recall) ends before the cleanup
+            # releases the store it reads.
+            await asyncio.wait(set(state.running), timeout=timeout_s)
 
     return unregister
 

@@ -81,6 +81,12 @@ class StorageLayout:
     # thousands of points). An index build then rewrites at most about this many points, whatever the
     # collection's size: its time and the store pages it maps stay bounded.
     segment_points: int | None = None
+    # HNSW construction (Qdrant's defaults: m 16, ef_construct 100, payload_m = m, threads 0 = one per core).
+    # benchmarks/build_cost.py measures what each costs a build and its recall against exact search.
+    hnsw_m: int = 16
+    hnsw_ef_construct: int = 100
+    payload_m: int | None = None
+    indexing_threads: int = 0
 
     @property
     def quantized_search(self) -> bool:

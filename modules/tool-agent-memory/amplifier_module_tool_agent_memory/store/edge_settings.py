@@ -83,8 +83,14 @@ def edge_config(spec: CollectionSpec, dim: int) -> qdrant_edge.EdgeConfig:
         quantization = qe.TurboQuantQuantizationConfig(bits=bits, memory=tier(layout.quantized))
     hnsw = None
     if layout.hnsw is not None:
-        # Qdrant's defaults for m, ef_construct and full_scan_threshold (KB); only the tier changes.
-        hnsw = qe.HnswIndexConfig(m=16, ef_construct=100, full_scan_threshold=10_000, memory=tier(layout.hnsw))
+        hnsw = qe.HnswIndexConfig(
+            m=layout.hnsw_m,
+            ef_construct=layout.hnsw_ef_construct,
+            full_scan_threshold=10_000,  # KB, Qdrant's default
+            max_indexing_threads=layout.indexing_threads,
+            payload_m=layout.payload_m,
+            memory=tier(layout.hnsw),
+        )
     vectors = {
         name: qe.EdgeVectorParams(
             size=dim,
