@@ -51,7 +51,8 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> Reads:
 
 
 def _briefing(stack: Stack) -> str:
-    blocks = [str(m.content) for m in stack.provider.requests[0].messages if "<agent-memory-briefing>" in str(m.content)]
+    texts = [str(m.content) for m in stack.provider.requests[0].messages]
+    blocks = [t for t in texts if "<agent-memory-briefing>" in t]
     return blocks[0] if blocks else ""
 
 
