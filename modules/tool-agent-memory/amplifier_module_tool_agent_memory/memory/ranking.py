@@ -22,12 +22,14 @@ from typing import Any
 
 from ..store.contract import DENSE, Collection
 from ..store.query import Bm25, Candidates, Fields, Filter, Fused, Nearest, Search
-from .record import MemoryFields
+from .record import SUPERSEDED_BY, MemoryFields
 
 CTX = "ctx"
 CONTENT = "content"
 CTX_TEXT = "ctx_text"
 MEMORY_VECTORS: tuple[str, ...] = (DENSE, CTX)
+# What the ranking (neighbour propagation, recency and importance boost) and the chains read of a candidate.
+RANK_FIELDS = ("thread", "seq", "created_at", "updated_at", "importance", SUPERSEDED_BY)
 
 
 @dataclass(frozen=True)

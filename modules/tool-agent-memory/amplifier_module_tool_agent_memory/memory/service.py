@@ -38,8 +38,7 @@ from .chains import (
 from .importing import MemoryImporter
 from .models import MemoryListInput, MemoryRecord, MemorySearchInput, MemoryStoreInput
 from .payload import content_hash
-from .ranking import CTX, MEMORY_VECTORS, Hit, RetrievalParams, context_text, hybrid_search
-from .recall import RANK_FIELDS
+from .ranking import CTX, MEMORY_VECTORS, RANK_FIELDS, Hit, RetrievalParams, context_text, hybrid_search
 from .record import MemoryFields, StoredMemory, export_record, full_view, link_payload, public_view
 from .restated import (
     add_wording,
