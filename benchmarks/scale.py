@@ -17,9 +17,13 @@ in its own fresh subprocess, so its peak RSS (``ru_maxrss``) is its own:
   and, in the same process just before, the model's own rate on the same texts (content and
   context window of each memory, embedded as an import embeds them): the import's share of
   the ceiling.
-- ``serve`` N: a new process mounts the module (amplifier_core's MockCoordinator) and calls
-  ``memory_search`` once (open plus first search), then ``--queries`` searches (LoCoMo
-  questions, distinct: the query embedding is included) and ``--stores`` stores (unseen
+- ``serve`` N: a new process mounts the module (amplifier_core's MockCoordinator), tells it the
+  session is ready (``on_session_ready``, as amplifier-core does: it starts the warm-up, model
+  and store on a background thread), waits for the warm-up to finish (``warm_up_ms``: from
+  session ready; ``--no-wait-warm`` calls at once instead, so the first call waits for what is
+  still loading), then calls ``memory_search`` once (``open_first_search_ms`` is from the
+  process start to its answer; ``first_search_ms`` the call alone), then ``--queries`` searches
+  (LoCoMo questions, distinct: the query embedding is included) and ``--stores`` stores (unseen
   turns), and reports p50/p95, the slowest call, serving RSS and the store's disk size.
 
 Absolute times are noisy on a shared machine: compare rows of one run. Nothing is asserted.
@@ -260,6 +264,12 @@ def worker_serve(opts: argparse.Namespace) -> dict[str, Any]:
         cleanup = await agent_memory.mount(coordinator, {"storage_root": str(root), "agent_identity": IDENTITY})
         tools = dict(coordinator.mount_points["tools"])
         search, store = tools["memory_search"], tools["memory_store"]
+        ready = time.perf_counter()
+        await agent_memory.on_session_ready(coordinator)
+        warming = getattr(search.runtime, "_warming", None)
+        if warming is not None and not opts.no_wait_warm:
+            warming.join()
+            result["warm_up_ms"] = _ms(time.perf_counter() - ready)
         first = await timed(search, {"query": queries[0], "limit": 5})
         result["open_first_search_ms"] = _ms(time.perf_counter() - t0)
         result["first_search_ms"] = _ms(first)
@@ -268,7 +278,7 @@ def worker_serve(opts: argparse.Namespace) -> dict[str, Any]:
         # Unseen turns (a variant no size reaches), stored as notes.
         samples = []
         for j in range(opts.stores):
-            content = _content(turns, 50_000 * len(turns) + j * 7)
+            content = _content(turns, 50_000 * len(turns) + opts.stores_from + j * 7)
             samples.append(await timed(store, {"content": content, "kind": "note"}))
         result["store_p50_ms"], result["store_p95_ms"] = (_ms(v) for v in p50_p95(samples))
         result["slowest_call_ms"] = _ms(slowest[0])
@@ -333,6 +343,10 @@ def main() -> None:
     parser.add_argument("--skip-embed", action="store_true", help="skip the import rate with the local model")
     parser.add_argument("--worker", choices=sorted(WORKERS))
     parser.add_argument("--n", type=int, default=0)
+    parser.add_argument("--no-wait-warm", action="store_true", help="serve: call at once, not after the warm-up")
+    parser.add_argument("--stores-from", type=int, default=0,
+                        help="serve: first variant of the stored turns (another value for each run on one store, so "
+                        "a run's stores are new memories, not duplicates of an earlier run's)")
     opts = parser.parse_args()
     if opts.worker:
         print(json.dumps(WORKERS[opts.worker](opts)))

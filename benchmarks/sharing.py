@@ -306,6 +306,10 @@ async def _worker(opts: argparse.Namespace) -> None:
 
             await _load(opts, call, log, peers, memory, texts)
         return
+    if opts.probe:
+        import _sharing_probe
+
+        _sharing_probe.install(log.put)
     face = _handover_face if opts.face == "handover" else _tools_face
     call, cleanup = await face(opts.root, opts.identity)
     if opts.face == "tools":
@@ -394,12 +398,14 @@ async def _watch(call: Any, log: Log, peers: Peers, stop: asyncio.Event) -> None
 
 
 def _spawn(root: Path, logs: Path, name: str, face: str, seconds: float, offset: int, identity: str = IDENTITY,
-           check: bool = True, src: Path | None = None) -> subprocess.Popen[bytes]:
+           check: bool = True, src: Path | None = None, probe: bool = False) -> subprocess.Popen[bytes]:
     """A worker process; with ``src`` (a source tree of this repository) it imports the module from there."""
     args = [sys.executable, __file__, "--worker", "--root", str(root), "--logs", str(logs), "--name", name,
             "--face", face, "--seconds", str(seconds), "--offset", str(offset), "--identity", identity]
     if check:
         args.append("--check")
+    if probe:
+        args.append("--probe")
     env = dict(os.environ)
     if src is not None:
         # Ahead of the installed (editable) package: the baseline tree's module is the one imported.
@@ -737,6 +743,89 @@ def phase_wire(opts: argparse.Namespace, work: Path, base: Path) -> None:
     print_table(["calls", "search p50 ms", "search p95 ms", "retrieve p50 ms", "retrieve p95 ms"], rows)
 
 
+def _load_average() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
+
+
+def _pcts(values: list[float]) -> str:
+    p50, p95 = p50_p95(values)
+    return f"{p50:.1f} / {p95:.1f}" if values else "-"
+
+
+def phase_breakdown(opts: argparse.Namespace, work: Path, base: Path) -> None:
+    """One shared memory_store taken apart (benchmarks/_sharing_probe.py), beside three separate identities."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    loads = [_load_average()]
+    for round_no in range(opts.rounds):
+        for label in ("separate", "shared"):
+            root, logs = work / f"bd-{label}-{round_no}", work / f"bd-{label}-{round_no}-logs"
+            root.mkdir()
+            logs.mkdir()
+            identities = [f"{IDENTITY}{i}" if label == "separate" else IDENTITY for i in range(3)]
+            for identity in set(identities):
+                _copy_store(base, root, identity)
+            procs = [_spawn(root, logs, f"w{i}", "tools", opts.latency_seconds,
+                            FILL_BASE + 3_000_000 + 10_000 * (round_no * 8 + i), identities[i], check=False,
+                            probe=True) for i in range(3)]
+            for proc in procs:
+                proc.wait()
+            runs.setdefault(label, []).extend(_records(logs))
+            shutil.rmtree(root, ignore_errors=True)
+            loads.append(_load_average())
+            print(f"  round {round_no + 1}/{opts.rounds}: {label} done (load {loads[-1]})", flush=True)
+    print(f"\n== a memory_store taken apart at {opts.size:,} memories, ms p50 / p95 ({opts.rounds} rounds of "
+          f"{opts.latency_seconds:.0f} s per variant; load averages {', '.join(loads)})")
+    keys = ["total", "cpu", "embed", "judge", "near", "hash", "tail", "locked", "lock wait", "requests", "n_requests"]
+    columns: list[tuple[str, list[dict[str, Any]]]] = []
+    for label, records in runs.items():
+        # Each worker's first store loaded the model and opened the store: not counted.
+        firsts = {r["worker"]: r for r in reversed(records) if r.get("what") == "store"}
+        stores = [r for r in records if r.get("what") == "store" and r.get("n_embed")
+                  and r is not firsts.get(r["worker"])]
+        if label == "shared":
+            columns.append(("shared: owner's own", [r for r in stores if not r.get("n_requests")]))
+            columns.append(("shared: clients", [r for r in stores if r.get("n_requests")]))
+        else:
+            columns.append((label, stores))
+    print_table(["segment"] + [f"{name} (n={len(rs)})" for name, rs in columns],
+                [[key] + [_pcts([float(r.get(key, 0.0)) for r in rs]) for _, rs in columns] for key in keys])
+    shared = runs.get("shared", [])
+    per_request: dict[str, list[dict[str, Any]]] = {}
+    for record in shared:
+        for sent in record.get("sent", []) if record.get("what") == "store" else []:
+            per_request.setdefault("+".join(sent["ops"]), []).append(sent)
+    print("\n== a client's requests per memory_store (shared): round trip, bytes each way, its JSON encode+decode")
+    print_table(["request", "count", "round trip ms", "bytes out p50", "bytes in p50", "json ms"],
+                [[ops, len(sent), _pcts([s["ms"] for s in sent]), p50_p95([s["out"] for s in sent])[0],
+                  p50_p95([s["in"] for s in sent])[0], _pcts([s["json"] for s in sent])]
+                 for ops, sent in sorted(per_request.items(), key=lambda kv: -len(kv[1]))])
+    served: dict[str, list[dict[str, Any]]] = {}
+    for record in shared:
+        if record.get("what") == "served":
+            served.setdefault(record["op"], []).append(record)
+    print("\n== the owner serving the clients (shared): per call, wall (a lock: its wait) and the serving thread's CPU")
+    print_table(["call", "count", "wall ms", "cpu ms"],
+                [[op, len(rs), _pcts([r["ms"] for r in rs]), _pcts([r["cpu"] for r in rs])]
+                 for op, rs in sorted(served.items(), key=lambda kv: -len(kv[1]))])
+    rows = []
+    for label, records in runs.items():
+        for own in (True, False):
+            waits = [r["ms"] for r in records if r.get("what") == "lock_wait" and r.get("own") is own]
+            if waits:
+                rows.append([label, "own sessions" if own else "served for clients", len(waits), _pcts(waits)])
+        for direction in ("in", "out"):
+            msgs = [r for r in records if r.get("what") == "owner_json" and r["dir"] == direction]
+            if msgs:
+                rows.append([label, f"owner JSON {'decode' if direction == 'in' else 'encode'} (bytes p50 "
+                             f"{p50_p95([r['bytes'] for r in msgs])[0]:.0f})", len(msgs),
+                             _pcts([r["ms"] for r in msgs])])
+    print("\n== waits for the identity's collection lock, and the owner's JSON, ms")
+    print_table(["variant", "what", "count", "p50 / p95 ms"], rows)
+
+
 def _wait_done(logs: Path, name: str, timeout_s: float = 900) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -769,6 +858,7 @@ def main() -> None:
     parser.add_argument("--offset", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--identity", default=IDENTITY, help=argparse.SUPPRESS)
     parser.add_argument("--check", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.worker:
         if opts.face == "wire":
@@ -792,13 +882,15 @@ def main() -> None:
             phase_share(opts, work)
         if "kill" in phases:
             phase_kill(opts, work)
-        if {"latency", "wire", "calls"} & set(phases):
+        if {"latency", "wire", "calls", "breakdown"} & set(phases):
             print(f"\n== building a store of {opts.size:,} memories ...", flush=True)
             base = _build_store(opts, work)
             if "calls" in phases:
                 phase_calls(opts, work, base)
             if "wire" in phases:
                 phase_wire(opts, work, base)
+            if "breakdown" in phases:
+                phase_breakdown(opts, work, base)
             if "latency" in phases:
                 phase_latency(opts, work, base)
     finally:

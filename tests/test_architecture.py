@@ -341,3 +341,101 @@ def test_the_payload_check_finds_the_old_shapes() -> None:
     )
     assert _hand_built_payloads(old) == [3, 4, 6, 10]
     assert _stored_only_keys(old) == ["access_count", "content_hash", "ctx_text"]
+
+
+# A stored thing's fields are read through its record type too: ``StoredMemory.from_payload`` / ``MemoryFields``
+# (memory/record.py), ``CacheItem`` / ``CacheBlock`` / ``CacheFields`` (cache/models.py), ``PlanRecord`` /
+# ``PlanFields`` (plans/models.py). What counts as a stored payload here: a ``.payload`` attribute (a point the
+# store returned), ``(x.payload or {})`` / ``dict(x.payload ...)``, a parameter named ``payload``, and a name
+# bound in the same function to one of those. An event's payload (a dict the code builds) is none of them.
+PAYLOAD_READERS = frozenset({"get", "items", "keys", "values", "pop", "setdefault"})
+
+
+def _stored_payload(node: ast.AST, bound: set[str]) -> bool:
+    if isinstance(node, ast.Attribute):
+        return node.attr == "payload"
+    if isinstance(node, ast.BoolOp):
+        return any(_stored_payload(value, bound) for value in node.values)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and node.args:
+        return _stored_payload(node.args[0], bound)
+    return isinstance(node, ast.Name) and node.id in bound
+
+
+def _payload_names(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
+    """The names that hold a stored payload in ``func``: a ``payload`` parameter, and names bound to a payload."""
+    args = func.args
+    bound = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs] if a.arg == "payload"}
+    changed = True
+    while changed:  # a name bound to a name bound to a payload holds one too
+        changed = False
+        for node in ast.walk(func):
+            if not isinstance(node, ast.Assign | ast.AnnAssign) or node.value is None:
+                continue
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                pairs: list[tuple[ast.AST, ast.AST]] = [(target, node.value)]
+                if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                    pairs = list(zip(target.elts, node.value.elts, strict=False))
+                for name, value in pairs:
+                    if isinstance(name, ast.Name) and name.id not in bound and _stored_payload(value, bound):
+                        bound.add(name.id)
+                        changed = True
+    return bound
+
+
+def _payload_reads(source: str) -> list[int]:
+    """Lines that read a stored payload's field by name: ``payload.get(...)``, ``payload[...]``, ``k in payload``,
+    ``payload.items()`` and the like."""
+    found: set[int] = set()
+    for func in ast.walk(ast.parse(source)):
+        if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        bound = _payload_names(func)
+        for node in ast.walk(func):
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+                hit = _stored_payload(node.value, bound)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                hit = node.func.attr in PAYLOAD_READERS and _stored_payload(node.func.value, bound)
+            elif isinstance(node, ast.Compare):
+                hit = any(
+                    isinstance(op, ast.In | ast.NotIn) and _stored_payload(right, bound)
+                    for op, right in zip(node.ops, node.comparators, strict=True)
+                )
+            else:
+                continue
+            if hit:
+                found.add(node.lineno)
+    return sorted(found)
+
+
+def test_no_stored_field_is_read_by_hand_outside_the_record_types() -> None:
+    reads = {
+        _module_name(path): lines
+        for path in _outside_records()
+        if (lines := _payload_reads(path.read_text(encoding="utf-8")))
+    }
+    assert reads == {}
+
+
+def test_the_read_check_finds_the_old_shapes() -> None:
+    old = (
+        "def tail(self, records):\n"
+        "    payload = dict(records[0].payload or {})\n"
+        "    return int(payload['seq']), str(payload.get('content', ''))\n"
+        "def newest(member, hits):\n"
+        "    if member.payload.get(SUPERSEDED_BY):\n"
+        "        return (hits[0].payload or {}).get('kind')\n"
+        "def boost(payload, now):\n"
+        "    return payload.get('importance')\n"
+        "def rerank(points):\n"
+        "    for p in points:\n"
+        "        payload = p.payload or {}\n"
+        "        if 'thread' in payload:\n"
+        "            row = payload\n"
+        "            return {k: v for k, v in row.items()}\n"
+        "def fine(self, records, data):\n"
+        "    event = {'identity': self.name, **data}\n"
+        "    event['ms'] = 1.0\n"
+        "    stored = MemoryFields(records[0].payload or {})\n"
+        "    return stored.content, event.get('identity'), [k for k in event.items()]\n"
+    )
+    assert _payload_reads(old) == [3, 5, 6, 8, 12, 14]

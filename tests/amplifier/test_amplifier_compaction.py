@@ -37,7 +37,10 @@ async def session(root: Path, embedder: CachedEmbedder) -> AsyncIterator[Mounted
         return HookResult(action="continue")
 
     mounted.coordinator.hooks.register("cache:block_closed", record, name="test-recorder")
-    cleanup = await agent_memory.mount(mounted.coordinator, {"storage_root": str(root), "agent_identity": "alice"})
+    # What compaction opens is the question here: the warm-up, which opens the store at session ready, is off.
+    cleanup = await agent_memory.mount(
+        mounted.coordinator, {"storage_root": str(root), "agent_identity": "alice", "warm_up": False}
+    )
     await agent_memory.on_session_ready(mounted.coordinator)
     yield mounted
     await cleanup()
@@ -54,5 +57,6 @@ async def test_compaction_in_a_session_that_never_used_the_cache_opens_nothing(s
     before = edge.open_store_count()
     await session.coordinator.hooks.emit("context:compaction", dict(STATS))
     assert edge.open_store_count() == before
-    assert not (root / "alice").exists()
+    # Recall's briefing opens the memories at session ready; the cache's collection stays unopened.
+    assert not (root / "alice" / "cache").exists()
     assert session.closed == []

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from amplifier_module_tool_agent_memory.plans.models import (
     FRESH,
     STALE,
+    PlanFields,
     PlanRecord,
     PlanRewardInput,
     PlanStoreInput,
@@ -39,15 +40,16 @@ def test_a_plan_round_trips_through_its_payload_and_its_status_follows_stale() -
 
 def test_use_and_reward_updates() -> None:
     assert use_payload(4, T0) == {"uses": 4, "last_used_at": "2026-01-10T09:00:00.000000Z"}
-    update = reward_payload(PLAN.to_payload(), success=False, score=0.3, stale=True, stale_reason="score fell",
-                            at=T0, used=True)
+    update = reward_payload(
+        PlanFields(PLAN.to_payload()), success=False, score=0.3, stale=True, stale_reason="score fell", at=T0, used=True
+    )
     assert update == {
         "score": 0.3, "stale": True, "status": STALE, "stale_reason": "score fell", "rewards": 3, "successes": 1,
         "failures": 2, "rewarded_at": "2026-01-10T09:00:00.000000Z", "uses": 4,
         "last_used_at": "2026-01-10T09:00:00.000000Z",
     }
     # A plan already stale without a reason (an older version) stays stale.
-    kept = reward_payload(PLAN.to_payload(), success=True, score=0.9, stale=True, stale_reason=None, at=T0,
+    kept = reward_payload(PlanFields(PLAN.to_payload()), success=True, score=0.9, stale=True, stale_reason=None, at=T0,
                           used=False)
     assert kept["stale"] is True and kept["status"] == STALE and "uses" not in kept
 

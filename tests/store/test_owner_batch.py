@@ -5,6 +5,7 @@ counts them). Driven over the owner's real socket with the wire's own framing.""
 
 from __future__ import annotations
 
+import random
 import socket
 import threading
 import uuid
@@ -18,7 +19,7 @@ from amplifier_module_tool_agent_memory.memory.service import MEMORIES
 from amplifier_module_tool_agent_memory.store import query_wire, wire
 from amplifier_module_tool_agent_memory.store.edge import acquire_store, release_store
 from amplifier_module_tool_agent_memory.store.owner import OwnerServer, connect, read_owner
-from amplifier_module_tool_agent_memory.store.query import Scroll
+from amplifier_module_tool_agent_memory.store.query import Nearest, Scroll, Search, where
 
 DIM = 384
 
@@ -131,3 +132,54 @@ def test_a_batch_inside_a_batch_is_refused_and_stops_the_rest(served: OwnerServe
     # The connection still serves.
     assert _ask(sock, SCROLL_ALL)["r"][0] == []
     sock.close()
+
+
+def test_upsert_unless_writes_once_and_answers_the_point_that_was_there(served: OwnerServer) -> None:
+    sock = _client(served)
+    assert "r" in _ask(sock, OPEN)
+    first, point = _point(3)
+    point[2]["content_hash"] = "h3"
+    second, again = _point(4)
+    again[2]["content_hash"] = "h3"
+    unless = query_wire.encode(where(content_hash="h3"))
+    assert _ask(sock, {"op": "upsert_unless", "c": "memories", "a": {"points": [point], "unless": unless}}) == {
+        "r": None
+    }
+    # The second point has the same hash: nothing written, the first one's id answered.
+    answer = _ask(sock, {"op": "upsert_unless", "c": "memories", "a": {"points": [again], "unless": unless}})
+    assert answer == {"r": first}
+    found = _ask(sock, {"op": "retrieve", "c": "memories", "a": {"ids": [first, second], "with_vector": False}})
+    assert [p["id"] for p in found["r"]] == [first]
+    sock.close()
+
+
+def test_vectors_cross_the_socket_packed_and_exact(served: OwnerServer) -> None:
+    sock = _client(served)
+    assert "r" in _ask(sock, OPEN)
+    rng = random.Random(7)
+    vec = [rng.uniform(-1, 1) for _ in range(DIM)]
+    packed, plain = str(uuid.uuid4()), str(uuid.uuid4())
+    sent = wire.vectors_out({"dense": vec, "ctx": vec})
+    assert set(sent["dense"]) == {query_wire.FLOATS}  # sent packed, not as 384 JSON numbers
+    # The same vector packed, and as plain JSON lists (an older client's, still read as they are): the engine keeps
+    # the same values for both, so nothing was lost on the way.
+    points = [[packed, sent, {"content": "packed", "kind": "note"}],
+              [plain, {"dense": vec, "ctx": vec}, {"content": "plain", "kind": "note"}]]
+    assert _ask(sock, {"op": "upsert", "c": "memories", "a": {"points": points}}) == {"r": None}
+    found = _ask(sock, {"op": "retrieve", "c": "memories", "a": {"ids": [packed, plain], "with_vector": True}})["r"]
+    assert set(found[0]["vector"]["dense"]) == {query_wire.FLOATS}  # answered packed too
+    a, b = (wire.point_in(p).vector for p in found)
+    assert isinstance(a, dict) and a == b and len(a["dense"]) == DIM
+    norm = sum(v * v for v in vec) ** 0.5
+    assert a["dense"][:3] == pytest.approx([v / norm for v in vec[:3]], rel=1e-5)  # cosine: stored normalised
+    sock.close()
+
+
+def test_packing_floats_is_exact_and_leaves_everything_else_alone() -> None:
+    rng = random.Random(11)
+    values = [rng.uniform(-1e300, 1e300) for _ in range(50)] + [0.1, -0.0, 5e-324, float("inf")]
+    assert query_wire.unpack_floats(query_wire.pack_floats(values)) == values
+    for other in ([1, 2, 3] * 5, [0.5, 1.5], ["a"] * 10, [0.5] * 9 + [1], None, "text"):
+        assert query_wire.pack_floats(other) is other
+    request = Search(Nearest(values[:DIM] * 8, using="dense"), limit=3)
+    assert query_wire.decode(query_wire.encode(request)) == request

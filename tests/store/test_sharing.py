@@ -299,7 +299,7 @@ def _count_requests(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     return requests
 
 
-def test_a_memory_store_through_a_client_sends_five_requests_and_waits_for_four(
+def test_a_memory_store_through_a_client_sends_three_requests_and_holds_no_lock_across_one(
     processes: Callable[[str], Proc], make_runtime: Callable[..., AgentMemory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     owner = processes("session-owner")
@@ -313,9 +313,10 @@ def test_a_memory_store_through_a_client_sends_five_requests_and_waits_for_four(
 
     stored = svc.store(MemoryStoreInput(content=FACTS[1], kind="fact"))
     assert stored.created
-    # The early duplicate check (no lock), the nearest memory of its kind, then under the lock: the lock goes with
-    # the duplicate check again, the write, and the unlock, whose answer is not waited for. (Before the batch: 8.)
-    assert requests == [["scroll"], ["query"], ["lock", "scroll"], ["upsert"], ["unlock"]]
+    # The early duplicate check (no lock), the nearest memory of its kind, then the duplicate check again and the
+    # write as one call the owner runs under its lock: no lock is held across a round trip. (Session 6: 8 requests;
+    # session 7: [scroll] [query] [lock+scroll] [upsert] [unlock].)
+    assert requests == [["scroll"], ["query"], ["upsert_unless"]]
 
     requests.clear()
     again = svc.store(MemoryStoreInput(content=FACTS[1], kind="fact"))
@@ -347,3 +348,23 @@ def test_a_client_lock_is_sent_with_its_first_call_and_released_after_a_failed_o
     assert requests == [["lock", "retrieve"], ["unlock"]]
     assert owner.ask("store", content=FACTS[3])["id"]
     assert coll.count() == 1
+
+
+def test_a_duplicate_another_process_stores_after_the_early_check_is_answered_at_the_write(
+    processes: Callable[[str], Proc], make_runtime: Callable[..., AgentMemory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    owner = processes("session-owner")
+    client = make_runtime(session_id="session-client")
+    svc = client.memory()
+    assert svc.coll.count() == 0 and client.store().is_owner is False
+    first = owner.ask("store", content=FACTS[0])["id"]
+    # The race: the owner's write lands after this process's early check found nothing (the early check is made
+    # to miss; the write's own check, at the owner under its lock, must still find the owner's memory).
+    early = svc._find_by_hash
+    monkeypatch.setattr(svc, "_find_by_hash", lambda digest: None)
+    again = svc.store(MemoryStoreInput(content=FACTS[0], kind="fact"))
+    assert again.duplicate and not again.created and again.id == first
+    assert svc.coll.count() == 1
+    monkeypatch.setattr(svc, "_find_by_hash", early)
+    stored = svc.store(MemoryStoreInput(content=FACTS[1], kind="fact"))
+    assert stored.created and owner.ask("get", ids=[stored.id])["found"] == [stored.id]

@@ -2,7 +2,8 @@
 
 ``mount`` is cheap and idempotent (Amplifier mounts every module twice): it parses the config
 and registers the tools and hooks. ``on_session_ready`` resolves the identity once every module
-is mounted. The embedding model and the identity's store are opened on the first tool call.
+is mounted and starts loading the embedding model and opening the identity's store on a
+background thread (``warm_up``), so the first tool call does not pay for them.
 """
 
 from .amplifier.mount import mount, on_session_ready

@@ -306,6 +306,12 @@ class MemoryConfig(_Strict):
     judge_timeout_s: float = Field(20.0, gt=0, le=600, description="How long the provider judge may take per pair.")
     storage: StorageConfig = StorageConfig()
     recall: RecallConfig = RecallConfig()
+    warm_up: bool = Field(
+        True,
+        description="When the session is ready (and when `agent-memory mcp` starts), load the embedding model and "
+        "open the identity's store on a background thread, so the first tool call does not pay for them (it waits "
+        "only for what is not ready yet). Off: both happen at the first call that needs them.",
+    )
 
     @field_validator("storage_root")
     @classmethod

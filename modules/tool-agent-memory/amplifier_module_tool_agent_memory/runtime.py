@@ -1,8 +1,9 @@
 """The per-mount runtime: resolved config and identity, and the lazily opened store and services.
 
-``mount`` builds one :class:`AgentMemory` and nothing heavy happens until the first tool
-call asks for :meth:`AgentMemory.memory` (or the cache or plans): only then are the
-embedding model loaded and the identity's store opened.
+``mount`` builds one :class:`AgentMemory` and nothing heavy happens at mount. Once the session is
+ready (``on_session_ready``, or the MCP server's start) :meth:`AgentMemory.warm_up` loads the
+embedding model and opens the identity's store on a background thread; without it they open at
+the first tool call that asks for :meth:`AgentMemory.memory` (or the cache or plans).
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class AgentMemory:
         self._lock = threading.RLock()
         self._closed = False
         self._activity: Path | None = None
+        self._warming: threading.Thread | None = None
         # Work a session hook starts once the session is ready (every module mounted, the identity resolved), in
         # the background before the first prompt: recall's briefing (amplifier/recall_hooks.py).
         self.on_session_ready: list[Callable[[], None]] = []
@@ -180,6 +182,39 @@ class AgentMemory:
                 )
             return self._store
 
+    def warm_up(self) -> threading.Thread | None:
+        """Load the model and open the store and memory service on a background thread (once; None when
+        ``warm_up`` is off, the identity is not usable or it already started).
+
+        A tool call that comes first waits only for what is still loading: the model's loader and the
+        runtime's lock are the ones the call takes. Errors are left for that call to report. Both mostly
+        run outside the Python lock (the model's runtime, the engine's load), so a server's thread keeps
+        answering meanwhile.
+        """
+        if not self.config.warm_up or not self.is_ready():
+            return None
+        with self._lock:
+            if self._warming is not None:
+                return None
+            self._warming = threading.Thread(target=self._warm, name="agent-memory-warm-up", daemon=True)
+            self._warming.start()
+            return self._warming
+
+    def _warm(self) -> None:
+        started = time.perf_counter()
+        try:
+            # The first run of the model allocates its buffers: a query of its own pays for it.
+            self.embedder().embed_query("warm up")
+            with self._lock:
+                if self._closed:
+                    return
+                self.memory()
+        except Exception:
+            logger.debug("warm-up failed; the first tool call will report it", exc_info=True)
+            return
+        logger.info("agent-memory warmed up", extra={"identity": self.identity_name,
+                                                     "ms": round((time.perf_counter() - started) * 1000, 2)})
+
     def service(self, name: str, factory: Callable[[], Any]) -> Any:
         """A service built once per instance by ``factory``."""
         with self._lock:
@@ -275,7 +310,14 @@ class AgentMemory:
             logger.debug("event emission failed", exc_info=True)
 
     def close(self) -> None:
-        """Release the store (the last release in the process closes it)."""
+        """Release the store (the last release in the process closes it), after a warm-up still running."""
+        warming = self._warming
+        if warming is not None and warming is not threading.current_thread():
+            # Marked closed first, so a warm-up still loading the model opens no store; joined so no thread
+            # of ours is left inside the model's runtime or the engine when the process ends.
+            with self._lock:
+                self._closed = True
+            warming.join()
         with self._lock:
             self._closed = True
             self._services.clear()

@@ -5,7 +5,8 @@ it only parses the config and registers tools, hooks and the observability contr
 model, no store, no thread, no identity. The identity is resolved in ``on_session_ready``, which
 amplifier-core calls once after every module is mounted (hooks mount after tools, so a
 capability a hook module registers is only there by then), or at the first tool call in a host
-that does not call it.
+that does not call it. ``on_session_ready`` also starts the warm-up (``runtime.warm_up``): the
+model and the store open on a background thread before the first tool call needs them.
 """
 
 from __future__ import annotations
@@ -87,13 +88,15 @@ def mounted_runtimes(coordinator: Any) -> list[AgentMemory]:
 
 
 async def on_session_ready(coordinator: Any) -> None:
-    """Resolve the identity now that every module is mounted, then start what the hooks read before the first
-    prompt (recall's briefing, in a worker thread: this returns at once)."""
+    """Resolve the identity now that every module is mounted, then start the warm-up (model and store on a
+    background thread, ``warm_up``) and what the hooks read before the first prompt (recall's briefing, in a
+    worker thread): this returns at once."""
     for runtime in mounted_runtimes(coordinator):
         identity = runtime.resolve_identity()
         if identity is None and runtime.setup_error is not None:
             logger.warning("agent-memory: its tools will report: %s", runtime.setup_error)
             continue
+        runtime.warm_up()
         for start in runtime.on_session_ready:
             try:
                 start()

@@ -8,6 +8,7 @@ times are stored as RFC 3339 UTC strings so that the datetime payload index can 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
 
@@ -145,6 +146,54 @@ class _Stored(BaseModel):
         if unknown:
             raise KeyError(f"a {type(self).__name__} has no field {sorted(unknown)}")
         return self.model_dump(mode="json", include=set(names), exclude_none=True)
+
+
+class CacheFields:
+    """Typed reads of a cache point's payload (an item or a block) as the store returned it, without validating it.
+
+    The sweep, the scope list and the cross-process checks read one or two fields of points they do not load
+    (and some of them may be unreadable as a whole record: loading skips those), so they read them here rather
+    than through :class:`CacheItem` / :class:`CacheBlock`. Each field keeps the default its readers always had.
+    """
+
+    __slots__ = ("_payload",)
+
+    def __init__(self, payload: Mapping[str, Any]) -> None:
+        self._payload = payload
+
+    @property
+    def type(self) -> str | None:
+        """``"item"`` or ``"block"``."""
+        value = self._payload.get("type")
+        return None if value is None else str(value)
+
+    @property
+    def status(self) -> str | None:
+        """A block's ``"open"`` or ``"closed"``."""
+        value = self._payload.get("status")
+        return None if value is None else str(value)
+
+    @property
+    def version(self) -> int:
+        return int(self._payload.get("version", 0))
+
+    @property
+    def scope(self) -> str:
+        return str(self._payload.get("scope", ""))
+
+    @property
+    def block_id(self) -> str:
+        return str(self._payload.get("block_id", ""))
+
+    @property
+    def created_at(self) -> str:
+        """As stored (RFC 3339 UTC, so the strings sort by time)."""
+        return str(self._payload.get("created_at", ""))
+
+    @property
+    def ttl_expires_at(self) -> datetime | None:
+        stamp = self._payload.get("ttl_expires_at")
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")) if stamp else None
 
 
 def _aware(value: object) -> datetime | None:

@@ -35,6 +35,7 @@ from .calls import CURRENT_CALL, notify
 from .models import (
     MAX_CONTENT_CHARS,
     CacheBlock,
+    CacheFields,
     CacheItem,
     CachePackInput,
     CacheSearchInput,
@@ -156,8 +157,8 @@ class CacheService:
         found = self.coll.retrieve([st.open_block_id])
         if not found:
             return True
-        payload = found[0].payload or {}
-        return payload.get("status") != "open" or int(payload.get("version", 0)) > st.version
+        block = CacheFields(found[0].payload or {})
+        return block.status != "open" or block.version > st.version
 
     def _load_scope(self, scope: str) -> ScopeState:
         st = ScopeState(scope)
@@ -170,7 +171,8 @@ class CacheService:
                 payload = {**dict(rec.payload or {}), "id": str(rec.id)}
                 vec = (rec.vector or {}).get(DENSE)
                 try:
-                    if payload.get("type") == "block":
+                    kind = CacheFields(payload).type
+                    if kind == "block":
                         block = CacheBlock.model_validate(payload)
                         st.blocks[block.id] = block
                         st.block_items.setdefault(block.id, [])
@@ -178,7 +180,7 @@ class CacheService:
                             import numpy as np
 
                             st.block_vecs[block.id] = np.asarray(vec, dtype=np.float32)
-                    elif payload.get("type") == "item" and vec:
+                    elif kind == "item" and vec:
                         items.append((CacheItem.model_validate(payload), list(vec)))
                 except ValueError:
                     logger.warning("skipping an unreadable cache record", extra={"id": str(rec.id), "scope": scope})
@@ -217,8 +219,7 @@ class CacheService:
         records, _ = self.coll.scroll(Scroll(limit=1, filter=where(type="item"), order=Order("ttl_expires_at")))
         if not records:
             return FAR_FUTURE
-        stamp = (records[0].payload or {}).get("ttl_expires_at")
-        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")) if stamp else FAR_FUTURE
+        return CacheFields(records[0].payload or {}).ttl_expires_at or FAR_FUTURE
 
     def _sweep(self, now: datetime, limit: int | None) -> int:
         state = _state_of(self.coll)
@@ -246,11 +247,12 @@ class CacheService:
         self.coll.delete([rid for rid, _ in records])
         touched_blocks: dict[str, str] = {}
         for rid, payload in records:
-            scope = str(payload.get("scope", ""))
+            item = CacheFields(payload)
+            scope = item.scope
             st = state.scopes.get(scope)
             if st is not None:
                 st.remove_items([rid])
-            touched_blocks[str(payload.get("block_id", ""))] = scope
+            touched_blocks[item.block_id] = scope
         emptied: list[str] = []
         for block_id, scope in touched_blocks.items():
             st = state.scopes.get(scope)
@@ -262,7 +264,7 @@ class CacheService:
                 continue
             remaining = self.coll.count(where(block_id=block_id))
             stored = self.coll.retrieve([block_id])
-            if remaining == 0 and stored and (stored[0].payload or {}).get("status") == "closed":
+            if remaining == 0 and stored and CacheFields(stored[0].payload or {}).status == "closed":
                 emptied.append(block_id)
         if emptied:
             self.coll.delete(emptied)
@@ -582,9 +584,10 @@ class CacheService:
             if block is not None:
                 return st, block
         stored = self.coll.retrieve([block_id])
-        if not stored or (stored[0].payload or {}).get("type") != "block":
+        found = CacheFields(stored[0].payload or {}) if stored else None
+        if found is None or found.type != "block":
             return None
-        st = self._scope(str((stored[0].payload or {}).get("scope")))
+        st = self._scope(found.scope)
         block = st.blocks.get(block_id)
         return (st, block) if block is not None else None
 
@@ -670,8 +673,8 @@ class CacheService:
         while True:
             records, offset = self.coll.scroll(Scroll(offset=offset, limit=512, filter=where(type="block")))
             for rec in records:
-                payload = dict(rec.payload or {})
-                scope, created = str(payload.get("scope", "")), str(payload.get("created_at", ""))
+                block = CacheFields(rec.payload or {})
+                scope, created = block.scope, block.created_at
                 if scope and created > newest.get(scope, ""):
                     newest[scope] = created
             if offset is None:

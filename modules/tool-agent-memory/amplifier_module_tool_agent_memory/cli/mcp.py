@@ -4,8 +4,8 @@ stdout carries only the protocol (file descriptor 1 points at stderr while it se
 write cannot corrupt it); logs and events go to stderr. Each tool call's event is one JSON line there
 (``{"event": "memory:stored", "identity": ..., "tool": ..., "latency_ms": ..., ...}``: the fields
 Amplifier's hooks receive). The fast start (``mcp_server/fast_start.py``) answers ``initialize`` and
-``tools/list`` while the SDK is imported; the embedding model and the store open on the first call that
-needs them.
+``tools/list`` while the SDK is imported; meanwhile the embedding model and the store open on a
+background thread (``warm_up``), so the first call waits only for what is not ready yet.
 """
 
 from __future__ import annotations
@@ -156,6 +156,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
     # One server per client session: its own session id keeps the working cache's per-session state apart.
     runtime = AgentMemory(config, identity, session_id=f"mcp-{uuid.uuid4().hex[:12]}")
+    # The model and the store open in the background while the SDK is imported and the client lists tools.
+    runtime.warm_up()
     logging.getLogger(EVENT_LOGGER).info(
         "agent-memory MCP server for identity %s (root %s)", identity.name, config.resolved_root()
     )

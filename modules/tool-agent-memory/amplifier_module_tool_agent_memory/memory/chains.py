@@ -18,7 +18,7 @@ from ..store.contract import Collection
 from .ranking import Hit
 from .record import SUPERSEDED_BY as SUPERSEDED_BY
 from .record import SUPERSEDES as SUPERSEDES
-from .record import link_payload
+from .record import MemoryFields, link_payload
 
 # Far above any real chain; only a damaged store reaches it.
 MAX_CHAIN = 1_000
@@ -33,6 +33,11 @@ class Member:
     id: str
     payload: dict[str, Any]
 
+    @property
+    def stored(self) -> MemoryFields:
+        """Typed reads of the member's payload."""
+        return MemoryFields(self.payload)
+
 
 def _payload_of(coll: Collection, memory_id: str) -> dict[str, Any] | None:
     records = coll.retrieve([memory_id])
@@ -43,7 +48,7 @@ def newest_of(coll: Collection, memory_id: str, payload: dict[str, Any]) -> Memb
     """The newest memory of ``memory_id``'s chain (itself when nothing superseded it)."""
     current = Member(memory_id, payload)
     for _ in range(MAX_CHAIN):
-        successor = current.payload.get(SUPERSEDED_BY)
+        successor = current.stored.superseded_by
         if not successor:
             return current
         found = _payload_of(coll, str(successor))
@@ -67,7 +72,7 @@ def _walk(coll: Collection, start: Member, link: str, seen: set[str]) -> list[Me
     found: list[Member] = []
     current = start
     for _ in range(MAX_CHAIN):
-        target = current.payload.get(link)
+        target = current.stored.linked(link)
         if not target or target in seen:
             break
         next_payload = _payload_of(coll, str(target))
@@ -97,7 +102,8 @@ def repair_after_forget(coll: Collection, payload: dict[str, Any]) -> None:
     A -> B -> C, forget B: A -> C (C still replaces what B replaced). Forget C (the newest):
     B is the newest again, as if C had never been stored. Forget A: B replaces nothing.
     """
-    older, newer = payload.get(SUPERSEDES), payload.get(SUPERSEDED_BY)
+    stored = MemoryFields(payload)
+    older, newer = stored.supersedes, stored.superseded_by
     if older and newer:
         link(coll, str(older), str(newer))
     elif older:
@@ -112,7 +118,7 @@ def _newer_path(coll: Collection, hit: Hit, known: dict[str, dict[str, Any]]) ->
     payload = hit.payload
     seen = {hit.id}
     for _ in range(MAX_CHAIN):
-        successor = payload.get(SUPERSEDED_BY)
+        successor = MemoryFields(payload).superseded_by
         if not successor or successor in seen:
             break
         found = known.get(str(successor))
@@ -137,7 +143,7 @@ def current_first(coll: Collection, hits: list[Hit], include_superseded: bool, *
     replacement's, so it stays in view (marked ``superseded_by``) unless
     ``include_superseded`` is False, which drops it.
     """
-    if not any(h.payload.get(SUPERSEDED_BY) for h in hits):
+    if not any(h.stored.superseded_by for h in hits):
         return hits
     known = {h.id: h.payload for h in hits}
     score = {h.id: h.score for h in hits}

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..store.contract import DENSE, Collection
 from ..store.query import Bm25, Candidates, Filter, Fused, Nearest, Search
+from .record import MemoryFields
 
 CTX = "ctx"
 CONTENT = "content"
@@ -66,6 +67,11 @@ class Hit:
     score: float
     payload: dict[str, Any]
 
+    @property
+    def stored(self) -> MemoryFields:
+        """Typed reads of the hit's payload (whole, or the fields the search asked for)."""
+        return MemoryFields(self.payload)
+
 
 def context_text(content: str, prev_content: str | None) -> str:
     """What ``ctx`` embeds and ``ctx_text`` indexes: the thread's previous memory, then this one.
@@ -91,10 +97,11 @@ def _age_days(stamp: Any, now: datetime) -> float | None:
 def boost_factor(payload: dict[str, Any], now: datetime, params: RetrievalParams) -> float:
     """The recency and importance boost (1.0 when both are neutral or absent)."""
     factor = 1.0
-    age = _age_days(payload.get("updated_at") or payload.get("created_at"), now)
+    stored = MemoryFields(payload)
+    age = _age_days(stored.updated_at or stored.created_at, now)
     if age is not None and params.recency_half_life_days > 0:
         factor += params.recency_weight * math.pow(2.0, -age / params.recency_half_life_days)
-    importance = payload.get("importance")
+    importance = stored.importance
     if isinstance(importance, int | float):
         factor += params.importance_weight * (float(importance) - 0.5)
     return factor
@@ -116,14 +123,15 @@ def rerank(points: Sequence[Any], limit: int, now: datetime, params: RetrievalPa
     """Neighbour propagation, then the boost; best ``limit`` first."""
     fused: dict[tuple[Any, Any], float] = {}
     for p in points:
-        payload = p.payload or {}
-        if "thread" in payload and "seq" in payload:
-            fused[(payload["thread"], payload["seq"])] = float(p.score)
+        stored = MemoryFields(p.payload or {})
+        if stored.in_thread:
+            fused[(stored.thread, stored.seq)] = float(p.score)
     hits: list[Hit] = []
     for p in points:
         payload = dict(p.payload or {})
         score = float(p.score)
-        thread, seq = payload.get("thread"), payload.get("seq")
+        stored = MemoryFields(payload)
+        thread, seq = stored.thread, stored.seq
         if params.neighbour_alpha and thread is not None and isinstance(seq, int):
             neighbour = max(fused.get((thread, seq - 1), 0.0), fused.get((thread, seq + 1), 0.0))
             score += params.neighbour_alpha * neighbour

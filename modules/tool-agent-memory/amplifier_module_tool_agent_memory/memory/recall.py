@@ -36,7 +36,8 @@ from ..store.contract import DENSE
 from ..store.query import AnyOf, IsEmpty, Order, Scroll, all_of
 from ..tokens import chars_for, count_tokens
 from .chains import SUPERSEDED_BY, current_first
-from .ranking import CTX_TEXT, Hit, build_request, rerank
+from .ranking import Hit, build_request, rerank
+from .record import MemoryFields
 
 if TYPE_CHECKING:
     from .service import MemoryService
@@ -141,11 +142,11 @@ def embedding_text(prompt: str, words: int) -> str:
     return prompt if words <= 0 or len(parts) <= words else " ".join(parts[:words])
 
 
-def _with_remark(payload: dict[str, Any]) -> str:
+def _with_remark(stored: MemoryFields) -> str:
     """A memory with the remark stored before it: its ctx_text (that remark, the memory and wordings merged into
     it: ranking.py), the content only added when ctx_text lacks it, so no text is stemmed twice."""
-    content = str(payload.get("content", ""))
-    ctx = str(payload.get(CTX_TEXT) or "")
+    content = stored.content
+    ctx = str(stored.ctx_text or "")
     return ctx if content in ctx else f"{ctx}\n{content}"
 
 
@@ -162,8 +163,8 @@ def passes(signals: Signals, gate: RecallGateConfig) -> bool:
     return signals.content_words >= gate.min_content_words and signals.relevance >= gate.min_relevance
 
 
-def _date(payload: dict[str, Any]) -> str:
-    return str(payload.get("created_at") or "")[:10]
+def _date(stored: MemoryFields) -> str:
+    return str(stored.created_at or "")[:10]
 
 
 def memory_line(memory: dict[str, Any], max_chars: int) -> str:
@@ -179,10 +180,10 @@ def memory_line(memory: dict[str, Any], max_chars: int) -> str:
 
 def memory_view(hit_id: str, payload: dict[str, Any]) -> dict[str, Any]:
     """What the block shows of one memory: id, kind, date (YYYY-MM-DD), content, and its replacement if any."""
-    view = {"id": hit_id, "kind": payload.get("kind", "note"), "date": _date(payload),
-            "content": str(payload.get("content", ""))}
-    if payload.get(SUPERSEDED_BY):
-        view["superseded_by"] = str(payload[SUPERSEDED_BY])
+    stored = MemoryFields(payload)
+    view = {"id": hit_id, "kind": stored.kind, "date": _date(stored), "content": stored.content}
+    if stored.superseded_by:
+        view["superseded_by"] = stored.superseded_by
     return view
 
 
@@ -228,7 +229,7 @@ class Recaller:
         request = replace(build_request(prompt, vec, None, svc.params), with_payload=RANK_FIELDS)
         ranked = current_first(svc.coll, rerank(svc.coll.query(request), CANDIDATES, svc.clock(), svc.params), True)
         hits, cosines = self._read(vec, ranked[:CANDIDATES])
-        texts = [_with_remark(h.payload) for h in hits]
+        texts = [_with_remark(h.stored) for h in hits]
         matches = [(coverage(words, text), cosines.get(h.id, 0.0)) for h, text in zip(hits, texts, strict=True)]
         return hits, matches, len(words)
 

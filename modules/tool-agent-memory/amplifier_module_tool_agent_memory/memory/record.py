@@ -4,12 +4,15 @@
 ``StoredMemory(...).to_payload()`` (a new memory) or ``memory.payload_of(*fields)`` (the fields an
 update changes), and read one with :meth:`StoredMemory.from_payload`; the tool views
 (:func:`public_view`, :func:`full_view`) and the export line (:func:`export_record`) are built from
-it. A field added to a memory is added here once. ``tests/test_architecture.py`` fails when a payload
-is built by hand anywhere else.
+it. A field added to a memory is added here once. Code that needs only a field or two of many memories
+(the comparison loops, ranking, chains, recall) reads them through :class:`MemoryFields`.
+``tests/test_architecture.py`` fails when a payload is built, or a stored field read, by hand anywhere
+else.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -93,6 +96,80 @@ _NAMES = frozenset(f.name for f in _FIELDS)
 
 def _left_out(name: str, value: Any) -> bool:
     return name in _OPTIONAL and not value
+
+
+class MemoryFields:
+    """Typed reads of one memory's payload as the store returned it, whole or only some fields.
+
+    No copy and no validation: the comparison loops, ranking and chain walks read a field or two of many
+    memories, and recall reads only the ranking fields on purpose (for speed), so building a whole
+    :class:`StoredMemory` there would cost time and invent defaults for fields that were never read. Each
+    field keeps the default the code reading it always had.
+    """
+
+    __slots__ = ("_payload",)
+
+    def __init__(self, payload: Mapping[str, Any]) -> None:
+        self._payload = payload
+
+    @property
+    def content(self) -> str:
+        return str(self._payload.get("content", ""))
+
+    @property
+    def kind(self) -> str:
+        return str(self._payload.get("kind", "note"))
+
+    @property
+    def created_at(self) -> str | None:
+        return self._payload.get("created_at")
+
+    @property
+    def updated_at(self) -> str | None:
+        return self._payload.get("updated_at")
+
+    @property
+    def importance(self) -> object:
+        # As stored: ranking ignores a value that is not a number rather than failing a search on it.
+        return self._payload.get("importance")
+
+    @property
+    def thread(self) -> str | None:
+        return self._payload.get("thread")
+
+    @property
+    def seq(self) -> int | None:
+        # None unless an int is stored, as StoredMemory.from_payload reads it (the neighbour boost needs seq +- 1).
+        seq = self._payload.get("seq")
+        return seq if isinstance(seq, int) else None
+
+    @property
+    def in_thread(self) -> bool:
+        """Whether the memory has a place in a thread (both fields stored)."""
+        return "thread" in self._payload and "seq" in self._payload
+
+    @property
+    def ctx_text(self) -> str | None:
+        return self._payload.get("ctx_text")
+
+    @property
+    def restated(self) -> list[str]:
+        return [str(t) for t in self._payload.get(RESTATED, [])]
+
+    @property
+    def supersedes(self) -> str | None:
+        return self.linked(SUPERSEDES)
+
+    @property
+    def superseded_by(self) -> str | None:
+        return self.linked(SUPERSEDED_BY)
+
+    def linked(self, link: str) -> str | None:
+        """The id one chain link (``SUPERSEDES`` or ``SUPERSEDED_BY``) points to, None when unset."""
+        if link not in (SUPERSEDES, SUPERSEDED_BY):
+            raise KeyError(f"{link!r} is not a chain link")
+        value = self._payload.get(link)
+        return str(value) if value else None
 
 
 def link_payload(link: str, memory_id: str) -> dict[str, Any]:

@@ -27,7 +27,6 @@ from ..store.query import AnyOf, Condition, Filter, IsEmpty, Match, Nearest, Ord
 from ..validation import parse_timestamp
 from .chains import (
     SUPERSEDED_BY,
-    SUPERSEDES,
     Member,
     chain_of,
     current_first,
@@ -40,9 +39,8 @@ from .importing import MemoryImporter
 from .models import MemoryListInput, MemoryRecord, MemorySearchInput, MemoryStoreInput
 from .payload import content_hash
 from .ranking import CTX, MEMORY_VECTORS, Hit, RetrievalParams, context_text, hybrid_search
-from .record import StoredMemory, export_record, full_view, link_payload, public_view
+from .record import MemoryFields, StoredMemory, export_record, full_view, link_payload, public_view
 from .restated import (
-    RESTATED,
     add_wording,
     searchable_context,
     take_wording,
@@ -112,8 +110,8 @@ def _background() -> ThreadPoolExecutor:
 def _brief(member: Member) -> dict[str, Any]:
     return {
         "id": member.id,
-        "content": member.payload.get("content", ""),
-        "created_at": member.payload.get("created_at"),
+        "content": member.stored.content,
+        "created_at": member.stored.created_at,
     }
 
 
@@ -133,9 +131,9 @@ class Possible:
     def as_output(self) -> dict[str, Any]:
         return {
             **_brief(self.member),
-            "kind": self.member.payload.get("kind", "note"),
+            "kind": self.member.stored.kind,
             "similarity": round(self.similarity, 4),
-            "differences": [d.describe() for d in describe(str(self.member.payload.get("content", "")), self.text)],
+            "differences": [d.describe() for d in describe(self.member.stored.content, self.text)],
         }
 
 
@@ -243,8 +241,10 @@ class MemoryService:
                 )
             )
             if records:
-                payload = dict(records[0].payload or {})
-                self._tail = (int(payload["seq"]), str(payload["content"]))
+                tail = MemoryFields(records[0].payload or {})
+                # The filter and the order are on seq: the memory read has one.
+                if tail.seq is not None:
+                    self._tail = (tail.seq, tail.content)
             self._tail_loaded = True
         return self._tail
 
@@ -272,7 +272,7 @@ class MemoryService:
         return (list(stored), vec) if stored else None
 
     def _compare(self, older: Member, content: str, vectors: tuple[list[float], list[float]] | None) -> Comparison:
-        return self.comparator.compare(str(older.payload.get("content", "")), content, vectors=vectors)
+        return self.comparator.compare(older.stored.content, content, vectors=vectors)
 
     def _judge(self, content: str, vec: list[float], kind: str) -> Judgement:
         """Compare a new memory with the nearest stored ones of its kind: restatement, change, or neither.
@@ -291,21 +291,21 @@ class MemoryService:
         for rank, (member, similarity, stored_vec) in enumerate(nearest):
             # A far memory (past the nearest, or under the cosine) is only ever replaced, never merged into.
             far = rank >= COMPARE_CANDIDATES or similarity < self.config.near_duplicate_threshold
-            if far and not (announcing and announced_update(str(member.payload.get("content", "")), content)):
+            if far and not (announcing and announced_update(member.stored.content, content)):
                 continue
-            if kind == "note" and similarity < NOTE_MERGE_COSINE and not member.payload.get(SUPERSEDED_BY):
+            if kind == "note" and similarity < NOTE_MERGE_COSINE and not member.stored.superseded_by:
                 continue  # a note only merges, from NOTE_MERGE_COSINE: the comparison could change nothing
             comparison = self._compare(member, content, (stored_vec, vec) if stored_vec else None)
             restates = not far and self._restates(comparison, member, content, kind)
-            asks = kind in UPDATABLE_KINDS and may_update(comparison, str(member.payload.get("content", "")), content)
+            asks = kind in UPDATABLE_KINDS and may_update(comparison, member.stored.content, content)
             if not (restates or asks or self._may_act(comparison, member, content, kind)):
                 continue
-            newest = newest_of(self.coll, member.id, member.payload) if member.payload.get(SUPERSEDED_BY) else member
+            newest = newest_of(self.coll, member.id, member.payload) if member.stored.superseded_by else member
             if newest.id != member.id:
                 comparison = self._compare(newest, content, self._with_stored_vector(newest.id, vec))
                 restates = self._restates(comparison, newest, content, kind)
                 asks = kind in UPDATABLE_KINDS and may_update(
-                    comparison, str(newest.payload.get("content", "")), content
+                    comparison, newest.stored.content, content
                 )
             if restates:
                 return Judgement(merge_into=newest, comparison=comparison)
@@ -318,7 +318,7 @@ class MemoryService:
                 if far or (kind == "note" and comparison.similarity < NOTE_MERGE_COSINE):
                     continue
                 return Judgement(merge_into=newest, comparison=comparison)
-            if kind in UPDATABLE_KINDS and acts_as_update(comparison, str(newest.payload.get("content", "")), content):
+            if kind in UPDATABLE_KINDS and acts_as_update(comparison, newest.stored.content, content):
                 return Judgement(supersede=newest, comparison=comparison)
         return self._settle(content, tuple(possible.values())[:MAX_POSSIBLE_UPDATES])
 
@@ -330,7 +330,7 @@ class MemoryService:
             return Judgement(possible=possible)
         left: list[Possible] = []
         for p in possible:
-            older = str(p.member.payload.get("content", ""))
+            older = p.member.stored.content
             verdict = self.judge.update(older, content, describe(older, content))
             if verdict is UpdateVerdict.UPDATE:
                 return Judgement(supersede=p.member, judged_by=self.judge.name)
@@ -343,7 +343,7 @@ class MemoryService:
     @staticmethod
     def _restates(comparison: Comparison, older: Member, content: str, kind: str) -> bool:
         """A memory of an updatable kind said again in other words (``compare.policy.restates``)."""
-        return kind in UPDATABLE_KINDS and restates(comparison, str(older.payload.get("content", "")), content)
+        return kind in UPDATABLE_KINDS and restates(comparison, older.stored.content, content)
 
     @staticmethod
     def _may_act(comparison: Comparison, older: Member, content: str, kind: str) -> bool:
@@ -351,7 +351,7 @@ class MemoryService:
         that it changes the older one: worth acting on (merge, link); anything else leaves both alone."""
         if comparison.decided and comparison.verdict is not Verdict.DIFFERENT:
             return True
-        return kind in UPDATABLE_KINDS and acts_as_update(comparison, str(older.payload.get("content", "")), content)
+        return kind in UPDATABLE_KINDS and acts_as_update(comparison, older.stored.content, content)
 
     def _declared(self, older_id: str, kind: str) -> Member:
         """The memory a declared update replaces: the newest of ``older_id``'s chain."""
@@ -359,10 +359,10 @@ class MemoryService:
         if not records:
             raise NotFound(f"field 'supersedes': no memory with id {older_id} for this identity")
         older = Member(str(records[0].id), dict(records[0].payload or {}))
-        if "event" in (kind, older.payload.get("kind")):
+        if "event" in (kind, older.stored.kind):
             raise InvalidInput(
                 "field 'supersedes': events happened and are never superseded, nor supersede anything "
-                f"(memory {older_id} is a {older.payload.get('kind', 'note')}, this one a {kind})"
+                f"(memory {older_id} is a {older.stored.kind}, this one a {kind})"
             )
         return newest_of(self.coll, older.id, older.payload)
 
@@ -373,13 +373,6 @@ class MemoryService:
         tags = list(dict.fromkeys(fields["tags"]))
         files = list(dict.fromkeys(fields["files"]))
         digest = content_hash(content)
-        # Early answers, before embedding anything; no lock: each is one read, and both are checked again under
-        # the lock before the write (a lock here cost a store shared by several processes two round trips).
-        existing = self._find_by_hash(digest)
-        if existing is not None:
-            return StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
-        if inp.supersedes is not None:
-            self._declared(inp.supersedes, inp.kind)  # refuse a bad target before embedding anything
         with self._tail_lock:
             return self._store_new(inp, content, tags, files, digest, report)
 
@@ -402,15 +395,42 @@ class MemoryService:
         # run instead of both runs one after the other (LoCoMo turns: 52 -> 36 ms a pair under load).
         # Each text has its own run either way, so the vectors are the same.
         ctx_future = _background().submit(self.embedder.embed_documents, [ctx]) if ctx != content else None
+        duplicate: StoreOutcome | None = None
         try:
+            # The early answers, while the context window embeds: a process sharing the store waits for this read's
+            # round trip behind that run. No lock: each is one read, and both are checked again at the write.
+            existing = self._find_by_hash(digest)
+            if existing is not None:
+                duplicate = StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
+                return duplicate
+            if inp.supersedes is not None:
+                self._declared(inp.supersedes, inp.kind)  # refuse a bad target before embedding the memory
             dense = self.embedder.embed_documents([content])[0]
             # Judged outside the store lock; what it points at is checked again under the lock.
             judgement = Judgement() if inp.supersedes is not None else self._judge(content, dense, inp.kind)
         finally:
-            if ctx_future is not None:
+            if ctx_future is not None and duplicate is not None:
+                # A duplicate is answered at once: its context run, if started, ends on its own (dropped).
+                ctx_future.cancel()
+            elif ctx_future is not None:
                 wait([ctx_future])  # an error here leaves no run behind it
         ctx_vec = ctx_future.result()[0] if ctx_future is not None else dense
         vectors = {DENSE: dense, CTX: ctx_vec}
+        if judgement.merge_into is None and judgement.supersede is None and inp.supersedes is None:
+            # Nothing to merge into or link: the exact-duplicate check and the write are one call under the
+            # collection lock (one request for a process sharing the store: the lock never waits on a round trip).
+            memory_id = str(uuid.uuid4())
+            memory = self._new_memory(inp, content, tags, files, digest, tail, None)
+            existing = self.coll.upsert_unless([(memory_id, vectors, memory.to_payload())], where(content_hash=digest))
+            if existing is not None:
+                return StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
+            self._stored(memory.seq or 0, content)
+            return StoreOutcome(
+                memory_id,
+                created=True,
+                redacted=report or None,
+                possible_updates=tuple(p.as_output() for p in judgement.possible),
+            )
         with self.coll.lock:
             # Checked again under the lock: another session may have stored it meanwhile.
             existing = self._find_by_hash(digest)
@@ -455,36 +475,18 @@ class MemoryService:
                 if stored:
                     older = newest_of(self.coll, judgement.supersede.id, dict(stored[0].payload or {}))
             memory_id = str(uuid.uuid4())
-            seq = tail[0] + 1 if tail else 0
-            memory = StoredMemory(
-                content=content,
-                ctx_text=context_text(content, tail[1] if tail else None),
-                content_hash=digest,
-                kind=inp.kind,
-                tags=tags,
-                importance=inp.importance,
-                files=files,
-                created_at=now,
-                updated_at=now,
-                thread=self.thread,
-                seq=seq,
-                supersedes=older.id if older is not None else None,
-            )
+            memory = self._new_memory(inp, content, tags, files, digest, tail, older, now)
             self.coll.upsert([(memory_id, vectors, memory.to_payload())])
             if older is not None:
                 self.coll.set_payload(older.id, link_payload(SUPERSEDED_BY, memory_id))
-            self._tail = (seq, content)
-        self._writes_since_check += 1
-        if self._writes_since_check >= INDEX_CHECK_EVERY:
-            self._writes_since_check = 0
-            self.coll.index_soon(INDEX_AFTER_UNINDEXED)
+        self._stored(memory.seq or 0, content)
         superseded = None
         if older is not None:
             superseded = _brief(older)
             if inp.supersedes is not None:
                 superseded["declared"] = True
             elif judgement.judged_by is not None:
-                older_text = str(older.payload.get("content", ""))
+                older_text = older.stored.content
                 superseded["differences"] = [d.describe() for d in describe(older_text, content)]
                 superseded["judged_by"] = judgement.judged_by
             elif judgement.comparison is not None:
@@ -493,6 +495,42 @@ class MemoryService:
         return StoreOutcome(
             memory_id, created=True, redacted=report or None, superseded=superseded, possible_updates=possible
         )
+
+    def _new_memory(
+        self,
+        inp: MemoryStoreInput,
+        content: str,
+        tags: list[str],
+        files: list[str],
+        digest: str,
+        tail: tuple[int, str] | None,
+        older: Member | None,
+        now: str | None = None,
+    ) -> StoredMemory:
+        """The memory to write: next in this session's thread, its context window quoting the one before."""
+        now = now or iso(self.clock())
+        return StoredMemory(
+            content=content,
+            ctx_text=context_text(content, tail[1] if tail else None),
+            content_hash=digest,
+            kind=inp.kind,
+            tags=tags,
+            importance=inp.importance,
+            files=files,
+            created_at=now,
+            updated_at=now,
+            thread=self.thread,
+            seq=tail[0] + 1 if tail else 0,
+            supersedes=older.id if older is not None else None,
+        )
+
+    def _stored(self, seq: int, content: str) -> None:
+        """After a write: the thread's new tail, and now and then an index build scheduled."""
+        self._tail = (seq, content)
+        self._writes_since_check += 1
+        if self._writes_since_check >= INDEX_CHECK_EVERY:
+            self._writes_since_check = 0
+            self.coll.index_soon(INDEX_AFTER_UNINDEXED)
 
     def _filter(self, inp: MemorySearchInput) -> Filter | None:
         must: list[Condition] = []
@@ -533,15 +571,15 @@ class MemoryService:
         # Only statements of one sentence: a chat excerpt of several remarks states no single fact that a newer one
         # could change (as for the cache and announced changes), and comparing every pair of them made a search
         # of chat turns pay several comparisons.
-        single = [one_statement(str(h.payload.get("content", ""))) for h in hits]
+        single = [one_statement(h.stored.content) for h in hits]
         pairs = [
             (i, j)
             for i in range(len(hits))
             for j in range(i + 1, len(hits))
             if single[i]
             and single[j]
-            and hits[i].payload.get("kind") == hits[j].payload.get("kind") in UPDATABLE_KINDS
-            and str(hits[j].payload.get("created_at", "")) > str(hits[i].payload.get("created_at", ""))
+            and hits[i].stored.kind == hits[j].stored.kind in UPDATABLE_KINDS
+            and (hits[j].stored.created_at or "") > (hits[i].stored.created_at or "")
         ]
         if not pairs:
             return hits
@@ -561,10 +599,10 @@ class MemoryService:
             if a is None or b is None:
                 continue
             if float(a @ b) < self.config.near_duplicate_threshold and not announced_update(
-                str(older.payload.get("content", "")), str(newer.payload.get("content", ""))
+                older.stored.content, newer.stored.content
             ):
                 continue
-            if newer.payload.get(SUPERSEDES) == older.id or older.payload.get(SUPERSEDES) == newer.id:
+            if newer.stored.supersedes == older.id or older.stored.supersedes == newer.id:
                 continue
             if self._changes(older, newer, a, b):
                 order.remove(newer)
@@ -575,7 +613,7 @@ class MemoryService:
         """The comparison decides ``newer`` is a change of one fact of ``older`` (remembered per pair of texts:
         the same memories come back search after search, and a comparison is a pure function of the two texts
         and their vectors)."""
-        older_text, newer_text = str(older.payload.get("content", "")), str(newer.payload.get("content", ""))
+        older_text, newer_text = older.stored.content, newer.stored.content
         key = (older.id, newer.id, older_text, newer_text)
         with self._changes_lock:
             known = self._changes_seen.get(key)
@@ -601,7 +639,8 @@ class MemoryService:
             raise NotFound(f"no memory with id {memory_id} for this identity")
         point_id, payload = str(records[0].id), dict(records[0].payload or {})
         view = self._full(point_id, payload)
-        if payload.get(SUPERSEDES) or payload.get(SUPERSEDED_BY):
+        stored = MemoryFields(payload)
+        if stored.supersedes or stored.superseded_by:
             view["chain"] = [_brief(m) for m in chain_of(self.coll, point_id, payload)]
         return view
 
@@ -611,10 +650,10 @@ class MemoryService:
             records = self.coll.retrieve([memory_id])
             if not records:
                 raise NotFound(f"no memory with id {memory_id} for this identity")
-            payload = dict(records[0].payload or {})
-            older = payload.get(SUPERSEDES)
+            stored = MemoryFields(records[0].payload or {})
+            older = stored.supersedes
             if not older:
-                successor = payload.get(SUPERSEDED_BY)
+                successor = stored.superseded_by
                 hint = f"; to detach it from its replacement, unlink {successor}" if successor else ""
                 raise InvalidInput(f"field 'id': memory {memory_id} supersedes nothing{hint}")
             unlink(self.coll, memory_id, str(older))
@@ -631,7 +670,7 @@ class MemoryService:
             if not records:
                 raise NotFound(f"field 'id': no memory with id {memory_id} for this identity")
             newer = Member(memory_id, dict(records[0].payload or {}))
-            linked = newer.payload.get(SUPERSEDES)
+            linked = newer.stored.supersedes
             if linked:
                 chain = [m.id for m in chain_of(self.coll, memory_id, newer.payload)]
                 if supersedes in chain[: chain.index(memory_id)]:
@@ -640,10 +679,10 @@ class MemoryService:
                     f"field 'id': memory {memory_id} already supersedes {linked}; a memory replaces one other: "
                     f"memory_unlink({memory_id}) first"
                 )
-            older = self._declared(supersedes, str(newer.payload.get("kind", "note")))
+            older = self._declared(supersedes, newer.stored.kind)
             if any(m.id == memory_id for m in chain_of(self.coll, older.id, older.payload)):
                 raise InvalidInput(f"field 'supersedes': memories {memory_id} and {supersedes} are already one chain")
-            if str(older.payload.get("created_at", "")) > str(newer.payload.get("created_at", "")):
+            if (older.stored.created_at or "") > (newer.stored.created_at or ""):
                 which = "" if older.id == supersedes else f" (the newest of {supersedes}'s chain)"
                 raise InvalidInput(
                     f"field 'supersedes': memory {older.id}{which} was stored after {memory_id}, and an update "
@@ -667,7 +706,7 @@ class MemoryService:
             payload = dict(records[0].payload or {})
             taken = take_wording(payload, text)
             if taken is None:
-                count = len(payload.get(RESTATED, []))
+                count = len(MemoryFields(payload).restated)
                 raise InvalidInput(
                     f"field 'wording': memory {memory_id} holds no such restated wording (it has {count}; "
                     "memory_get shows them: pass one exactly as shown)"
@@ -728,8 +767,9 @@ class MemoryService:
             deleted = self._full(memory_id, payload)
             self.coll.delete([memory_id])
             repair_after_forget(self.coll, payload)
-            thread, seq = payload.get("thread"), payload.get("seq")
-            if thread is None or not isinstance(seq, int):
+            stored = MemoryFields(payload)
+            thread, seq = stored.thread, stored.seq
+            if thread is None or seq is None:
                 return deleted
             successors, _ = self.coll.scroll(Scroll(limit=1, filter=where(thread=thread, seq=seq + 1)))
             for record in successors:
@@ -772,7 +812,7 @@ class MemoryService:
                 group.extend(batch)
                 if offset is None:
                     break
-            group.sort(key=lambda r: int((r.payload or {}).get("seq", 0)), reverse=True)
+            group.sort(key=lambda r: MemoryFields(r.payload or {}).seq or 0, reverse=True)
             items = [m for m in items if m["created_at"] != next_before]
             items += [self._full(str(r.id), dict(r.payload or {})) for r in group]
         return {"memories": items, "count": len(items), "next_before": next_before}

@@ -6,6 +6,7 @@ Each input model is also the tool's JSON Schema (see ``tools/spec.py``).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal, cast
 
@@ -232,7 +233,7 @@ def use_payload(uses: int, at: datetime) -> dict[str, Any]:
 
 
 def reward_payload(
-    payload: dict[str, Any],
+    plan: PlanFields,
     *,
     success: bool,
     score: float,
@@ -241,21 +242,22 @@ def reward_payload(
     at: datetime,
     used: bool,
 ) -> dict[str, Any]:
-    """The update a reward writes to the plan ``payload``: the new score and status, the counters, and the use of
+    """The update a reward writes to the stored ``plan``: the new score and status, the counters, and the use of
     a replayed candidate (``used``)."""
     update: dict[str, Any] = {
         "score": score,
         "stale": stale,
         "status": STALE if stale else FRESH,
         "stale_reason": stale_reason if stale else None,
-        "rewards": int(payload.get("rewards", 0)) + 1,
-        "successes": int(payload.get("successes", 0)) + (1 if success else 0),
-        "failures": int(payload.get("failures", 0)) + (0 if success else 1),
+        "rewards": plan.rewards + 1,
+        "successes": plan.successes + (1 if success else 0),
+        "failures": plan.failures + (0 if success else 1),
         "rewarded_at": iso(at),
     }
     if used:
-        update.update(use_payload(int(payload.get("uses", 0)) + 1, at))
+        update.update(use_payload(plan.uses + 1, at))
     return update
+
 
 class PlanExportRecord(PlanRecord):
     """One plan as ``agent-memory export`` writes it (a line beside the memories) and import reads it."""
@@ -274,3 +276,95 @@ class PlanExportRecord(PlanRecord):
         if not value.strip() or len(value) > MAX_PROMPT_CHARS:
             raise ValueError(f"must be 1-{MAX_PROMPT_CHARS} characters of text")
         return value
+
+
+# The counters a plan keeps (history: an overwrite of the plan keeps them).
+COUNTERS = ("uses", "rewards", "successes", "failures")
+# Fields plans stored by older versions carry that are never shown: the old matcher's signature, and the status
+# (it follows ``stale``).
+_NOT_SHOWN = frozenset({"sig", "sig_rule", "status"})
+
+
+class PlanFields:
+    """Typed reads of a plan's payload as the store returned it, without validating it.
+
+    plan_lookup reads a few fields of each nearest plan, and a plan stored by an older version may lack a field
+    :class:`PlanRecord` requires: reading it whole would fail a lookup on it. Each field keeps the default its
+    readers always had; counters default to 0.
+    """
+
+    __slots__ = ("_payload",)
+
+    def __init__(self, payload: Mapping[str, Any]) -> None:
+        self._payload = payload
+
+    @property
+    def prompt(self) -> str:
+        return str(self._payload.get("prompt", ""))
+
+    @property
+    def actions(self) -> list[dict[str, Any]]:
+        return list(self._payload.get("actions") or [])
+
+    @property
+    def score(self) -> float:
+        return float(self._payload.get("score", 0.0))
+
+    @property
+    def stale(self) -> bool:
+        return bool(self._payload.get("stale"))
+
+    @property
+    def stale_reason(self) -> str | None:
+        return self._payload.get("stale_reason")
+
+    @property
+    def uses(self) -> int:
+        return int(self._payload.get("uses", 0))
+
+    @property
+    def rewards(self) -> int:
+        return int(self._payload.get("rewards", 0))
+
+    @property
+    def successes(self) -> int:
+        return int(self._payload.get("successes", 0))
+
+    @property
+    def failures(self) -> int:
+        return int(self._payload.get("failures", 0))
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Every counter by name."""
+        return {name: int(self._payload.get(name, 0)) for name in COUNTERS}
+
+    @property
+    def derived_from(self) -> str | None:
+        return self._payload.get("derived_from")
+
+    @property
+    def created_at(self) -> str | None:
+        """As stored (RFC 3339 UTC)."""
+        return self._payload.get("created_at")
+
+    @property
+    def updated_at(self) -> str | None:
+        return self._payload.get("updated_at")
+
+    @property
+    def last_used_at(self) -> str | None:
+        return self._payload.get("last_used_at")
+
+    @property
+    def rewarded_at(self) -> str | None:
+        return self._payload.get("rewarded_at")
+
+    def shown(self, plan_id: str) -> dict[str, Any]:
+        """The plan as plan_get returns it: every stored field but the matcher's internals and the status."""
+        return {"plan_id": plan_id, **{k: v for k, v in self._payload.items() if k not in _NOT_SHOWN}}
+
+    def exported(self, plan_id: str) -> PlanExportRecord:
+        """The plan as one export line (fields an older version wrote and export does not know are left out)."""
+        known = {k: v for k, v in self._payload.items() if k in PlanExportRecord.model_fields}
+        return PlanExportRecord.model_validate({**known, "plan_id": plan_id})

@@ -38,6 +38,7 @@ from .models import (
     FRESH,
     STALE,
     PlanExportRecord,
+    PlanFields,
     PlanListInput,
     PlanLookupInput,
     PlanRecord,
@@ -289,9 +290,9 @@ class PlanService:
         self._stores_since_check = 0
         self.coll.index_soon(INDEX_AFTER_UNINDEXED)
 
-    def _record(self, plan_id: str) -> dict[str, Any] | None:
+    def _record(self, plan_id: str) -> PlanFields | None:
         records = self.coll.retrieve([plan_id])
-        return dict(records[0].payload or {}) if records else None
+        return PlanFields(records[0].payload or {}) if records else None
 
     def store(self, inp: PlanStoreInput) -> StoreOutcome:
         """Write (or overwrite) the plan of ``inp.prompt``: score 1.0, not stale. Secrets are redacted first."""
@@ -312,20 +313,17 @@ class PlanService:
                 score=1.0,
                 stale=False,
                 stale_reason=None,
-                created_at=old["created_at"] if old else now,
+                created_at=old.created_at if old else now,
                 updated_at=now,
                 # Counters are history, not state: an overwrite keeps them (and so never drops a reward count).
-                uses=int(old.get("uses", 0)) if old else 0,
-                rewards=int(old.get("rewards", 0)) if old else 0,
-                successes=int(old.get("successes", 0)) if old else 0,
-                failures=int(old.get("failures", 0)) if old else 0,
-                last_used_at=old.get("last_used_at") if old else None,
-                rewarded_at=old.get("rewarded_at") if old else None,
+                **(old.counts if old else {}),
+                last_used_at=old.last_used_at if old else None,
+                rewarded_at=old.rewarded_at if old else None,
                 derived_from=inp.derived_from if inp.derived_from != plan_id else None,
             )
             self.coll.upsert([(plan_id, vec, record.to_payload())])
         self._maybe_index()
-        return StoreOutcome(plan_id, created=old is None, revived=bool(old and old.get("stale")), steps=len(actions),
+        return StoreOutcome(plan_id, created=old is None, revived=bool(old and old.stale), steps=len(actions),
                             redacted=redacted)
 
     def _nearest(self, vec: list[float], limit: int, only_fresh: bool) -> list[Any]:
@@ -335,13 +333,12 @@ class PlanService:
     def _assess(self, query: str, points: list[Any], floor: float, judge: Judge | None) -> list[Candidate]:
         out = []
         for p in points:
-            payload = dict(p.payload or {})
-            prompt = str(payload.get("prompt", ""))
+            plan = PlanFields(p.payload or {})
+            prompt = plan.prompt
             cosine = float(p.score)
             assessment = assess(prompt, query, cosine, floor=floor, judge=judge)
-            counts = {k: int(payload.get(k, 0)) for k in ("uses", "rewards", "successes", "failures")}
-            out.append(Candidate(str(p.id), prompt, assessment, float(payload.get("score", 0.0)), cosine,
-                                 list(payload.get("actions", [])), counts, payload.get("derived_from")))
+            out.append(Candidate(str(p.id), prompt, assessment, plan.score, cosine, plan.actions, plan.counts,
+                                 plan.derived_from))
         return out
 
     def lookup(self, inp: PlanLookupInput) -> LookupOutcome:
@@ -377,20 +374,20 @@ class PlanService:
     def _take(self, cand: Candidate) -> dict[str, Any] | None:
         """Count a use of the plan and return it, unless a concurrent reward made it stale meanwhile."""
         with self.coll.lock:
-            payload = self._record(cand.plan_id)
-            if payload is None or payload.get("stale"):
+            plan = self._record(cand.plan_id)
+            if plan is None or plan.stale:
                 return None
-            uses = int(payload.get("uses", 0)) + 1
+            uses = plan.uses + 1
             self.coll.set_payload(cand.plan_id, use_payload(uses, self.clock()))
         return {
             "plan_id": cand.plan_id,
-            "actions": payload.get("actions", []),
+            "actions": plan.actions,
             "similarity": round(cand.cosine, 4),
             "cosine": round(cand.cosine, 4),
             "reason": cand.assessment.reason,
             "decided_by": cand.assessment.decided_by,
-            "score": round(float(payload.get("score", 0.0)), 6),
-            "prompt": payload.get("prompt", cand.prompt),
+            "score": round(plan.score, 6),
+            "prompt": plan.prompt,
             "uses": uses,
         }
 
@@ -409,7 +406,7 @@ class PlanService:
         # the same request is rewarded by prompt (a candidate is rewarded by its plan_id).
         vec = self.embedder.embed_query(prompt)
         points = self._nearest(vec, self.config.top_k, only_fresh=False)
-        hits = [p for p in points if certify(str((p.payload or {}).get("prompt", "")), prompt).same]
+        hits = [p for p in points if certify(PlanFields(p.payload or {}).prompt, prompt).same]
         if not hits:
             raise NotFound("no cached plan is certified the same request for this identity: reward it by plan_id")
         best = max(hits, key=lambda p: float(p.score))
@@ -420,13 +417,13 @@ class PlanService:
         plan_id, similarity = self.resolve(inp)
         alpha = self.config.ema_alpha
         with self.coll.lock:
-            payload = self._record(plan_id)
-            if payload is None:
+            plan = self._record(plan_id)
+            if plan is None:
                 raise NotFound(f"the plan {plan_id} was deleted")
-            previous = float(payload.get("score", 1.0))
+            previous = plan.score
             score = alpha * (1.0 if inp.success else 0.0) + (1.0 - alpha) * previous
-            was_stale = bool(payload.get("stale"))
-            reason = payload.get("stale_reason")
+            was_stale = plan.stale
+            reason = plan.stale_reason
             if not was_stale:
                 if inp.tool_failure:
                     reason = "a tool call of the plan failed"
@@ -438,7 +435,7 @@ class PlanService:
             if used:
                 del self._offered[plan_id]
             self.coll.set_payload(plan_id, reward_payload(
-                payload, success=inp.success, score=score, stale=stale, stale_reason=reason, at=self.clock(), used=used
+                plan, success=inp.success, score=score, stale=stale, stale_reason=reason, at=self.clock(), used=used
             ))
         if stale and not was_stale:
             logger.info("plan went stale", extra={"plan_id": plan_id, "reason": reason})
@@ -446,48 +443,44 @@ class PlanService:
 
     def get(self, plan_id: str) -> dict[str, Any]:
         """A plan's stored record (without the matcher's internals)."""
-        payload = self._record(plan_id)
-        if payload is None:
+        plan = self._record(plan_id)
+        if plan is None:
             raise NotFound(f"no plan with id {plan_id} for this identity")
-        # Plans stored before the comparison kept the old matcher's signature: never shown.
-        payload.pop("sig", None)
-        payload.pop("sig_rule", None)
-        payload.pop("status", None)
-        return {"plan_id": plan_id, **payload}
+        return plan.shown(plan_id)
 
     def use(self, plan_id: str) -> int:
         """Count a use of a plan replayed unchanged from a candidate (auto-capture); returns the new count."""
         with self.coll.lock:
-            payload = self._record(plan_id)
-            if payload is None:
+            plan = self._record(plan_id)
+            if plan is None:
                 raise NotFound(f"no plan with id {plan_id} for this identity")
-            uses = int(payload.get("uses", 0)) + 1
+            uses = plan.uses + 1
             self.coll.set_payload(plan_id, use_payload(uses, self.clock()))
         self._offered.pop(plan_id, None)
         return uses
 
-    def _all(self) -> list[tuple[str, dict[str, Any]]]:
-        return list(stored_plans(self.coll))
+    def _all(self) -> list[tuple[str, PlanFields]]:
+        return [(plan_id, PlanFields(payload)) for plan_id, payload in stored_plans(self.coll)]
 
     def list_plans(self, inp: PlanListInput) -> dict[str, Any]:
         """Stored plans, most recently updated first: id, prompt, steps, score, counts, stale (actions: plan_get)."""
         records = self._all()
         if inp.stale is not None:
-            records = [(i, p) for i, p in records if bool(p.get("stale")) == inp.stale]
+            records = [(i, p) for i, p in records if p.stale == inp.stale]
         if inp.contains:
             needle = inp.contains.lower()
-            records = [(i, p) for i, p in records if needle in str(p.get("prompt", "")).lower()]
-        records.sort(key=lambda r: str(r[1].get("updated_at") or ""), reverse=True)
+            records = [(i, p) for i, p in records if needle in p.prompt.lower()]
+        records.sort(key=lambda r: str(r[1].updated_at or ""), reverse=True)
         plans = [
             {
                 "plan_id": i,
-                "prompt": p.get("prompt"),
-                "steps": len(p.get("actions") or []),
-                "score": round(float(p.get("score", 0.0)), 4),
-                "stale": bool(p.get("stale")),
-                **{k: int(p.get(k, 0)) for k in ("uses", "rewards", "successes", "failures")},
-                "updated_at": p.get("updated_at"),
-                **({"derived_from": p["derived_from"]} if p.get("derived_from") else {}),
+                "prompt": p.prompt,
+                "steps": len(p.actions),
+                "score": round(p.score, 4),
+                "stale": p.stale,
+                **p.counts,
+                "updated_at": p.updated_at,
+                **({"derived_from": p.derived_from} if p.derived_from else {}),
             }
             for i, p in records[inp.offset : inp.offset + inp.limit]
         ]
@@ -496,19 +489,18 @@ class PlanService:
     def forget(self, plan_id: str) -> dict[str, Any]:
         """Delete a plan (a bad one the agent or the user found); NotFound when there is none."""
         with self.coll.lock:
-            payload = self._record(plan_id)
-            if payload is None:
+            plan = self._record(plan_id)
+            if plan is None:
                 raise NotFound(f"no plan with id {plan_id} for this identity")
             self.coll.delete([plan_id])
         self._offered.pop(plan_id, None)
-        return {"plan_id": plan_id, "forgotten": True, "prompt": payload.get("prompt")}
+        return {"plan_id": plan_id, "forgotten": True, "prompt": plan.prompt}
 
     def export(self) -> Iterator[PlanExportRecord]:
         """Every plan as an export record, oldest first."""
-        rows = sorted(self._all(), key=lambda r: str(r[1].get("created_at") or ""))
-        for plan_id, payload in rows:
-            fields = {k: v for k, v in payload.items() if k in PlanExportRecord.model_fields}
-            yield PlanExportRecord.model_validate({**fields, "plan_id": plan_id})
+        rows = sorted(self._all(), key=lambda r: str(r[1].created_at or ""))
+        for plan_id, plan in rows:
+            yield plan.exported(plan_id)
 
     def import_records(self, records: list[PlanExportRecord], batch: int = 64) -> int:
         """Write exported plans (embedding their prompts); a plan's id follows its prompt, so an import twice, or of

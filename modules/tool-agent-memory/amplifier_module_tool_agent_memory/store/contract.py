@@ -154,6 +154,10 @@ class Collection(Protocol):
     def upsert(self, points: Sequence[PointInput]) -> None:
         """Insert or replace points; a plain vector is the ``dense`` one, a dict names each vector."""
 
+    def upsert_unless(self, points: Sequence[PointInput], unless: Filter) -> str | None:
+        """Under ``lock``: the id of a point ``unless`` matches (nothing written), or write ``points`` (None)."""
+        ...
+
     def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
         """Set (merge) payload keys of one point."""
 
@@ -444,6 +448,19 @@ class BaseCollection(ABC):
                 self._superseded.update(replaced)
                 self._purge_now = True
                 self._engine_freed_text()
+
+    def upsert_unless(self, points: Sequence[PointInput], unless: Filter) -> str | None:
+        """Under ``lock``: the id of a point ``unless`` matches (nothing written), or write ``points`` (None).
+
+        A check-then-write as one call: a process sharing the store sends it as one request, so the identity's
+        lock is held only while the owner runs it, never across a round trip.
+        """
+        with self.lock:
+            found, _ = self.scroll(Scroll(limit=1, filter=unless, with_payload=False))
+            if found:
+                return str(found[0].id)
+            self.upsert(points)
+            return None
 
     def _rewrite_payload(self, point_id: str, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
         with self.lock:

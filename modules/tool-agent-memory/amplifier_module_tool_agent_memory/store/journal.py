@@ -44,9 +44,11 @@ import zlib
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .live_index import LiveIndex
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +69,10 @@ SUFFIX = ".jnl"
 # rewrote segments (the index no longer matches them). Close always writes it.
 INDEX_EVERY = 2000
 _INDEX_MAGIC = b"\xa7X"
-_INDEX_VERSION = 1
+# Version 2 keeps the single-record UUIDs as three sorted arrays (live_index.py); version 1 files (every id in
+# JSON) are still read.
+_INDEX_VERSION = 2
+_U64 = "<u8"
 # A segment modified less than this before the index was written is also checked by its CRC at open: file
 # times advance by clock ticks (4 ms at HZ=250), so a change in the same tick would keep the mtime.
 FRESH_NS = 2_000_000_000
@@ -204,7 +209,7 @@ class Journal:
     report: ScanReport = field(default_factory=ScanReport)
     engine_seq: int = 0
     # id -> where its records are: (segment number << 32) | offset, oldest first.
-    _locs: dict[str, list[int]] = field(default_factory=dict)
+    _locs: LiveIndex = field(default_factory=lambda: _live_index())
     # Records of ids deleted since opening, kept until the purge that removes them.
     _dropped: dict[str, list[int]] = field(default_factory=dict)
     # The highest sequence number in each segment (entries() skips segments entirely before a sequence).
@@ -229,11 +234,11 @@ class Journal:
             self.folder.mkdir(parents=True, exist_ok=True)
         self._close_fd()
         self._segments = sorted(int(p.stem) for p in self._segment_paths())
-        self._locs, self._dropped, self._seg_last = {}, {}, {}
+        self._locs, self._dropped, self._seg_last = _live_index(), {}, {}
         report = ScanReport()
         tail = None if full_scan else self._load_index(report)
         if tail is None:
-            self._locs, self._seg_last = {}, {}
+            self._locs, self._seg_last = _live_index(), {}
             report = ScanReport()
             tail = [(number, 0) for number in self._segments]
         else:
@@ -288,14 +293,14 @@ class Journal:
     def _note(self, number: int, offset: int, op: str, ids: Sequence[str], live: bool = False) -> None:
         if op == "delete":
             for pid in ids:
-                gone = self._locs.pop(pid, None)
+                gone = self._locs.pop(pid)
                 if live and gone:
                     # Where the deleted point's records are, for the purge that follows.
                     self._dropped.setdefault(pid, []).extend(gone)
             return
         loc = (number << 32) | offset
         for pid in ids:
-            self._locs.setdefault(pid, []).append(loc)
+            self._locs.add(pid, loc)
 
     # The persisted index
 
@@ -336,16 +341,22 @@ class Journal:
             "damaged_bytes": report.damaged_bytes,
             "segments": stamps,
         }
-        ids = list(self._locs)
-        counts = array("I", map(len, self._locs.values()))
-        locs = array("Q", chain.from_iterable(self._locs.values()))
-        if sys.byteorder != "little":
-            counts.byteswap()
-            locs.byteswap()
+        from .live_index import encode_rest
+
+        high, low, locs, rest = self._locs.to_arrays()
+        head["uuids"] = len(high)
         head_b = json.dumps(head, separators=(",", ":")).encode()
-        ids_b = json.dumps(ids, separators=(",", ":"), ensure_ascii=False).encode()
+        rest_b = encode_rest(rest)
         body = b"".join(
-            [_U32.pack(len(head_b)), head_b, _U32.pack(len(ids_b)), ids_b, counts.tobytes(), locs.tobytes()]
+            [
+                _U32.pack(len(head_b)),
+                head_b,
+                _U32.pack(len(rest_b)),
+                rest_b,
+                high.astype(_U64, copy=False).tobytes(),
+                low.astype(_U64, copy=False).tobytes(),
+                locs.astype(_U64, copy=False).tobytes(),
+            ]
         )
         tmp = self.folder / (INDEX + ".tmp")
         try:
@@ -376,18 +387,16 @@ class Journal:
             (head_len,) = _U32.unpack_from(body, 0)
             head = json.loads(bytes(body[4 : 4 + head_len]))
             pos = 4 + head_len
-            (ids_len,) = _U32.unpack_from(body, pos)
-            ids: list[str] = json.loads(bytes(body[pos + 4 : pos + 4 + ids_len]))
-            pos += 4 + ids_len
-            counts = array("I")
-            counts.frombytes(bytes(body[pos : pos + 4 * len(ids)]))
-            locs = array("Q")
-            locs.frombytes(bytes(body[pos + 4 * len(ids) :]))
-            if sys.byteorder != "little":
-                counts.byteswap()
-                locs.byteswap()
-            if head.get("version") != _INDEX_VERSION or len(counts) != len(ids) or sum(counts) != len(locs):
-                raise ValueError("inconsistent index")
+            (rest_len,) = _U32.unpack_from(body, pos)
+            rest = bytes(body[pos + 4 : pos + 4 + rest_len])
+            pos += 4 + rest_len
+            version = head.get("version")
+            if version == _INDEX_VERSION:
+                live = _live_index_v2(int(head["uuids"]), rest, body[pos:])
+            elif version == 1:
+                live = _live_index_v1(rest, body[pos:])
+            else:
+                raise ValueError("unknown index version")
             stamps = [tuple(int(x) for x in stamp) for stamp in head["segments"]]
         except (ValueError, KeyError, TypeError, struct.error):
             logger.warning("journal index unusable: reading every segment", extra={"journal": str(self.folder)})
@@ -395,14 +404,7 @@ class Journal:
         tail = self._tail_after(stamps)
         if tail is None:
             return None
-        if all(n == 1 for n in counts):
-            self._locs = {pid: [loc] for pid, loc in zip(ids, locs, strict=True)}
-        else:
-            pos = 0
-            self._locs = {}
-            for pid, n in zip(ids, counts, strict=True):
-                self._locs[pid] = locs[pos : pos + n].tolist()
-                pos += n
+        self._locs = live
         self._seg_last = {number: last for number, _size, _ino, _mtime, last, _crc in stamps}
         report.records = int(head["records"])
         report.damaged = int(head["damaged"])
@@ -459,8 +461,8 @@ class Journal:
         return len(self._locs)
 
     def live_ids(self) -> list[str]:
-        """The ids of every point the journal holds, in the order they were first written."""
-        return list(self._locs)
+        """The ids of every point the journal holds, in the order of their oldest record."""
+        return self._locs.ids()
 
     def has(self, point_id: str) -> bool:
         """Whether the journal holds this point."""
@@ -526,11 +528,7 @@ class Journal:
                 locs = self._locs.get(pid)
                 if locs is None:
                     continue
-                kept = [loc for loc in locs if loc < cut]
-                if kept:
-                    self._locs[pid] = kept
-                else:
-                    self._locs.pop(pid, None)
+                self._locs.replace(pid, [loc for loc in locs if loc < cut])
 
     def _open_active(self) -> None:
         if not self._segments:
@@ -651,12 +649,13 @@ class Journal:
         obsolete: set[int] = set()
         fresh = []
         for pid in compact:
-            if pid in gone or pid not in self._locs:
+            locs = self._locs.get(pid)
+            if pid in gone or locs is None:
                 continue
             latest = self.latest(pid)
             if latest is None or latest[0] is None:
                 continue
-            obsolete.update(self._locs[pid])
+            obsolete.update(locs)
             fresh.append(Change("upsert", (pid,), latest[0], latest[1]))
         if fresh:
             self.append(fresh)
@@ -709,9 +708,7 @@ class Journal:
             locs = self._locs.get(pid)
             if locs is None:
                 continue
-            locs[:] = sorted([loc for loc in locs if loc >> 32 != number] + moved.get(pid, []))
-            if not locs:
-                del self._locs[pid]
+            self._locs.replace(pid, sorted([loc for loc in locs if loc >> 32 != number] + moved.get(pid, [])))
         self._index_stale = self._index_invalid = True
         if active:
             self._open_active()
@@ -735,3 +732,45 @@ class Journal:
             finally:
                 self._close_fd()
         self.write_index(force=True)
+
+
+def _live_index() -> LiveIndex:
+    # numpy (under the live index) is imported when a journal is first made, not when the package is: mounting
+    # stays light.
+    from .live_index import LiveIndex
+
+    return LiveIndex()
+
+
+def _live_index_v2(uuids: int, rest: bytes, arrays: memoryview) -> LiveIndex:
+    """The live ids of an index file of version 2: the other ids' JSON, then high, low and loc arrays."""
+    import numpy as np
+
+    from .live_index import LiveIndex, decode_rest
+
+    if len(arrays) != 3 * 8 * uuids:
+        raise ValueError("inconsistent index")
+    flat = np.frombuffer(arrays, dtype=_U64)
+    return LiveIndex.from_arrays(flat[:uuids], flat[uuids : 2 * uuids], flat[2 * uuids :], decode_rest(rest))
+
+
+def _live_index_v1(ids_json: bytes, arrays: memoryview) -> LiveIndex:
+    """The live ids of an index file of version 1 (every id in JSON, then counts and locations)."""
+    from .live_index import LiveIndex
+
+    ids: list[str] = json.loads(ids_json)
+    counts = array("I")
+    counts.frombytes(bytes(arrays[: 4 * len(ids)]))
+    locs = array("Q")
+    locs.frombytes(bytes(arrays[4 * len(ids) :]))
+    if sys.byteorder != "little":
+        counts.byteswap()
+        locs.byteswap()
+    if len(counts) != len(ids) or sum(counts) != len(locs):
+        raise ValueError("inconsistent index")
+    pairs = []
+    pos = 0
+    for pid, n in zip(ids, counts, strict=True):
+        pairs.append((pid, locs[pos : pos + n].tolist()))
+        pos += n
+    return LiveIndex.from_items(pairs)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from . import query_wire, wire
-from .contract import BaseCollection
+from .contract import BaseCollection, PointInput
 from .files import open_no_follow
 
 logger = logging.getLogger(__name__)
@@ -297,11 +297,18 @@ class OwnerServer:
         return _run(coll, op, args)
 
 
+def _points_in(points: list[Any]) -> list[PointInput]:
+    """The points a process sent to write, their vectors unpacked."""
+    return [(str(pid), wire.vectors_in(vectors), payload) for pid, vectors, payload in points]
+
+
 def _run(coll: BaseCollection, op: str, a: dict[str, Any]) -> Any:
     """One collection call of another process."""
     if op == "upsert":
-        coll.upsert([(str(pid), vectors, payload) for pid, vectors, payload in a["points"]])
+        coll.upsert(_points_in(a["points"]))
         return None
+    if op == "upsert_unless":
+        return coll.upsert_unless(_points_in(a["points"]), query_wire.decode(a["unless"]))
     if op == "set_payload":
         coll.set_payload(a["id"], a["payload"])
         return None
@@ -309,7 +316,7 @@ def _run(coll: BaseCollection, op: str, a: dict[str, Any]) -> Any:
         coll.delete_payload(a["id"], a["keys"])
         return None
     if op == "update_vector":
-        coll.update_vector(a["id"], a["name"], a["vector"])
+        coll.update_vector(a["id"], a["name"], wire.vectors_in(a["vector"]))
         return None
     if op == "delete":
         coll.delete(a["ids"])

@@ -1,13 +1,17 @@
 """The store's request language (:mod:`.query`) as JSON values and back, for a request another process runs.
 
 A request is a tree of :mod:`.query`'s frozen dataclasses: each is written as its class name and its
-fields; a datetime as its ISO text; a tuple as a list (read back as a tuple). Only the classes of
+fields; a datetime as its ISO text; a tuple as a list (read back as a tuple); a run of floats (a query's
+vector) as its float64 bytes in base64, exact and cheap to write and read. Only the classes of
 :mod:`.query` are read back: anything else is refused.
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import sys
+from array import array
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -16,6 +20,34 @@ from . import query
 
 TAG = "$q"
 TIME = "$t"
+FLOATS = "$v"
+# Shorter runs of floats are written as JSON numbers: packing pays from a vector's length on.
+_PACK_FROM = 8
+
+
+def pack_floats(values: Any) -> Any:
+    """A vector (a list or tuple of floats) as ``{"$v": base64 of little-endian float64}``; anything else as it is.
+
+    JSON writes a float as its shortest decimal text and reads it back by parsing it: for a vector of 384
+    floats that is ~8 KB and most of a request's encoding time. The bytes are the same values, exactly.
+    """
+    if not isinstance(values, list | tuple) or len(values) < _PACK_FROM or not all(type(v) is float for v in values):
+        return values
+    packed = array("d", values)
+    if sys.byteorder != "little":
+        packed.byteswap()
+    return {FLOATS: base64.b64encode(packed.tobytes()).decode("ascii")}
+
+
+def unpack_floats(value: Any) -> Any:
+    """The list of floats :func:`pack_floats` packed; anything else (a plain list included) as it is."""
+    if not (isinstance(value, dict) and FLOATS in value):
+        return value
+    packed = array("d")
+    packed.frombytes(base64.b64decode(str(value[FLOATS])))
+    if sys.byteorder != "little":
+        packed.byteswap()
+    return packed.tolist()
 
 
 def _classes() -> dict[str, type]:
@@ -38,7 +70,8 @@ def encode(obj: Any) -> Any:
     if isinstance(obj, UUID):
         return str(obj)
     if isinstance(obj, list | tuple):
-        return [encode(x) for x in obj]
+        packed = pack_floats(obj)
+        return packed if packed is not obj else [encode(x) for x in obj]
     if isinstance(obj, dict):
         return {str(k): encode(v) for k, v in obj.items()}
     name = type(obj).__name__
@@ -58,6 +91,8 @@ def decode(tree: Any) -> Any:
         return tree
     if TIME in tree:
         return datetime.fromisoformat(str(tree[TIME]))
+    if FLOATS in tree:
+        return tuple(unpack_floats(tree))
     name = tree.get(TAG)
     if name is None:
         return {k: decode(v) for k, v in tree.items()}

@@ -517,8 +517,21 @@ class SharedCollection:
         if not points:
             return
         batch = [(pid, named_vectors(vec), payload) for pid, vec, payload in points]
-        self._run("upsert", lambda: {"points": batch}, lambda c: c.upsert(batch))
+        self._run("upsert", lambda: {"points": _points_out(batch)}, lambda c: c.upsert(batch))
         self._written(len(batch))
+
+    def upsert_unless(self, points: Sequence[PointInput], unless: Filter) -> str | None:
+        """The id of a point ``unless`` matches, or write ``points`` (None): one request, run under the owner's
+        collection lock, so no other process's lock waits on this one's round trips."""
+        batch = [(pid, named_vectors(vec), payload) for pid, vec, payload in points]
+        found = self._run(
+            "upsert_unless",
+            lambda: {"points": _points_out(batch), "unless": query_wire.encode(unless)},
+            lambda c: c.upsert_unless(batch, unless),
+        )
+        if found is None:
+            self._written(len(batch))
+        return None if found is None else str(found)
 
     def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
         """Set (merge) payload keys of one point."""
@@ -538,7 +551,7 @@ class SharedCollection:
         vec = [float(x) for x in vector]
         self._run(
             "update_vector",
-            lambda: {"id": point_id, "name": name, "vector": vec},
+            lambda: {"id": point_id, "name": name, "vector": wire.vectors_out(vec)},
             lambda c: c.update_vector(point_id, name, vec),
         )
         self._written(1)
@@ -613,6 +626,11 @@ class SharedCollection:
         if local is None or name.startswith("__"):
             raise AttributeError(name)
         return getattr(local.collection(self.spec), name)
+
+
+def _points_out(batch: list[tuple[str, dict[str, list[float]], dict[str, Any]]]) -> list[Any]:
+    """Points to write, as sent: their vectors packed (exact, and a fraction of JSON's size and time)."""
+    return [(pid, wire.vectors_out(vectors), payload) for pid, vectors, payload in batch]
 
 
 def _points(found: Any) -> list[StoredPoint]:

@@ -3,7 +3,8 @@
 A frame is a 4-byte big-endian length and that many bytes of UTF-8 JSON. A request is
 ``{"op": name, "c": collection or null, "a": arguments}``; its answer ``{"r": result}`` or
 ``{"e": {"kind": ..., "type": ..., "message": ...}}``. Requests and filters travel as
-:mod:`.query_wire` writes them, points as plain objects, collection specs as their fields.
+:mod:`.query_wire` writes them, points as plain objects with their vectors packed (:func:`vectors_out`),
+collection specs as their fields.
 Where the socket lives and who may use it: :mod:`.owner`.
 """
 
@@ -18,6 +19,7 @@ from uuid import UUID
 
 from ..errors import AgentMemoryError, StoreDamagedError
 from .contract import CollectionSpec, IndexSpec, StorageLayout, StoredPoint
+from .query_wire import FLOATS, pack_floats, unpack_floats
 
 _LEN = struct.Struct(">I")
 # A frame larger than this is refused: an import batch of 1,000 memories is ~16 MB of JSON.
@@ -94,6 +96,20 @@ def raise_error(error: dict[str, str]) -> None:
     raise RuntimeError(f"{error.get('type')}: {message}")
 
 
+def vectors_out(vectors: Any) -> Any:
+    """A point's vectors as sent: each vector packed (a dict by name, a plain vector, or None)."""
+    if isinstance(vectors, dict):
+        return {name: pack_floats(vec) for name, vec in vectors.items()}
+    return pack_floats(vectors)
+
+
+def vectors_in(data: Any) -> Any:
+    """The vectors :func:`vectors_out` sent (plain JSON lists are read as they are)."""
+    if isinstance(data, dict) and FLOATS not in data:
+        return {name: unpack_floats(vec) for name, vec in data.items()}
+    return unpack_floats(data)
+
+
 def point_out(point: StoredPoint) -> dict[str, Any]:
     """A point as sent back to the asking process."""
     pid = str(point.id) if isinstance(point.id, UUID) else point.id
@@ -102,7 +118,7 @@ def point_out(point: StoredPoint) -> dict[str, Any]:
         "id": pid,
         "payload": point.payload,
         "score": point.score,
-        "vector": point.vector,
+        "vector": vectors_out(point.vector),
         "order_value": order if order is None or isinstance(order, int | float | str) else str(order),
     }
 
@@ -113,7 +129,7 @@ def point_in(data: dict[str, Any]) -> StoredPoint:
         id=data["id"],
         payload=data.get("payload"),
         score=float(data.get("score") or 0.0),
-        vector=data.get("vector"),
+        vector=vectors_in(data.get("vector")),
         order_value=data.get("order_value"),
     )
 
