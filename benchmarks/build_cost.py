@@ -14,7 +14,7 @@ Printed side by side, per layout:
   are all notes) and on ``created_at`` windows of 30% and 10% of the time range;
 - the same unfiltered recall with rescoring (twice the candidates from the quantized vectors, rescored
   with the float ones: not what the store does today);
-- the index files' size.
+- the shard's size on disk.
 
 The questions are split: the first half (dev) and the second (held apart) are reported apart.
 The layouts are in ``LAYOUTS`` below; ``benchmarks/locomo.py --layout NAME`` measures R@10 under one.
@@ -191,8 +191,7 @@ def measure(name: str, points: list[Any], queries: list[list[float]], work: Path
     out["dev rescored"] = _recall(shard, queries[:half], None, rescore=True)
     out["held rescored"] = _recall(shard, queries[half:], None, rescore=True)
     shard.close()
-    out["index_mb"] = sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and "index" in f.name) / 2**20
-    out["disk_mb"] = sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+    out["disk_mb"] = sum(f.stat().st_blocks * 512 for f in path.rglob("*") if f.is_file()) / 2**20
     shutil.rmtree(path, ignore_errors=True)
     return out
 
@@ -224,8 +223,8 @@ def main() -> None:
     labels = [*_filters(points), "rescored"]
     print(f"\nOne build of {opts.n} memories (one segment), per memory; recall@10 of dense search vs exact")
     print_table(
-        ["layout", "write ms", "write CPU ms", "build ms", "build CPU ms", "index MB"],
-        [[r["layout"], *(round(r[k], 3) for k in ("write_ms", "write_cpu_ms", "build_ms", "build_cpu_ms", "index_mb"))]
+        ["layout", "write ms", "write CPU ms", "build ms", "build CPU ms", "disk MB"],
+        [[r["layout"], *(round(r[k], 3) for k in ("write_ms", "write_cpu_ms", "build_ms", "build_cpu_ms", "disk_mb"))]
          for r in rows],
     )
     for split in ("dev", "held"):

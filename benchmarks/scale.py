@@ -12,7 +12,8 @@ in its own fresh subprocess, so its peak RSS (``ru_maxrss``) is its own:
   renormalised: cosine ~0.97 to the base at the default), so no two memories share a vector.
   Creation times advance one minute per memory.
 - ``import`` N: ``agent-memory import`` of that file (vectors used, nothing embedded): rate,
-  peak RSS, the index build it ends with.
+  peak RSS, the index build it ends with (``--worker import --no-build``: the same import building
+  no index, to compare the write cost alone with it).
 - ``embed``: import rate with the local model on ``--embed-sample`` memories (vectors ignored),
   and, in the same process just before, the model's own rate on the same texts (content and
   context window of each memory, embedded as an import embeds them): the import's share of
@@ -173,11 +174,24 @@ def _import(root: Path, path: Path, *extra: str) -> dict[str, Any]:
     return {"seconds": seconds, "cpu_s": _cpu_s() - cpu, **json.loads(out.read_text())}
 
 
+def _skip_builds() -> None:
+    """Make imports build no index (``--no-build``: the write cost alone, measured beside an import that builds)."""
+    from amplifier_module_tool_agent_memory.memory.importing import MemoryImporter
+
+    def release_only(self: MemoryImporter, min_unindexed: int) -> None:
+        self._since_build = 0
+        self._release()  # what the build step does besides building: the written pages unmapped
+
+    MemoryImporter._build = release_only  # type: ignore[method-assign]
+
+
 def worker_import(opts: argparse.Namespace) -> dict[str, Any]:
     import shutil
 
     root = _root(opts, opts.n)
     shutil.rmtree(root, ignore_errors=True)
+    if opts.no_build:
+        _skip_builds()
     result = _import(root, opts.work_dir / f"memories-{opts.n}.jsonl")
     index_s = float(result.get("index_seconds", 0.0))
     return {
@@ -341,6 +355,7 @@ def main() -> None:
     parser.add_argument("--embed-sample", type=int, default=500)
     parser.add_argument("--timeout", type=float, default=3600)
     parser.add_argument("--skip-embed", action="store_true", help="skip the import rate with the local model")
+    parser.add_argument("--no-build", action="store_true", help="import worker: build no index (the write cost alone)")
     parser.add_argument("--worker", choices=sorted(WORKERS))
     parser.add_argument("--n", type=int, default=0)
     parser.add_argument("--no-wait-warm", action="store_true", help="serve: call at once, not after the warm-up")

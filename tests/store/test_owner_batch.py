@@ -38,7 +38,7 @@ def _client(server: OwnerServer) -> socket.socket:
     info = read_owner(server.store_path)
     assert info is not None
     sock = connect(info)
-    wire.send(sock, {"token": info["token"]})
+    wire.send(sock, {"token": info["token"], "protocol": wire.PROTOCOL})
     assert "r" in wire.receive(sock)
     return sock
 

@@ -33,13 +33,18 @@ def _serve_and_reach(store: IdentityStore) -> str:
         if info["family"] == "tcp":
             assert info["address"][0] == "127.0.0.1"
         sock = connect(info)
-        wire.send(sock, {"token": info["token"]})
-        assert wire.receive(sock) == {"r": {"model_id": "test-model", "dim": DIM}}
+        wire.send(sock, {"token": info["token"], "protocol": wire.PROTOCOL})
+        assert wire.receive(sock) == {"r": {"model_id": "test-model", "dim": DIM, "protocol": wire.PROTOCOL}}
         sock.close()
         stranger = connect(info)
-        wire.send(stranger, {"token": "0" * 64})
+        wire.send(stranger, {"token": "0" * 64, "protocol": wire.PROTOCOL})
         assert "wrong token" in wire.receive(stranger)["e"]["message"]
         stranger.close()
+        # A process of another version (session 7's sent no protocol) is refused, not misread call by call.
+        older = connect(info)
+        wire.send(older, {"token": info["token"]})
+        assert f"protocol {wire.PROTOCOL}, not 1" in wire.receive(older)["e"]["message"]
+        older.close()
         return str(info["family"])
     finally:
         server.stop()

@@ -21,13 +21,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..store.contract import DENSE, Collection
-from ..store.query import Bm25, Candidates, Filter, Fused, Nearest, Search
-from .record import MemoryFields
+from ..store.query import Bm25, Candidates, Fields, Filter, Fused, Nearest, Search
+from .record import SUPERSEDED_BY, MemoryFields
 
 CTX = "ctx"
 CONTENT = "content"
 CTX_TEXT = "ctx_text"
 MEMORY_VECTORS: tuple[str, ...] = (DENSE, CTX)
+# What the ranking (neighbour propagation, recency and importance boost) and the chains read of a candidate.
+RANK_FIELDS = ("thread", "seq", "created_at", "updated_at", "importance", SUPERSEDED_BY)
 
 
 @dataclass(frozen=True)
@@ -148,8 +150,14 @@ def hybrid_search(
     flt: Filter | None,
     now: datetime,
     params: RetrievalParams = RetrievalParams(),
+    fields: Fields = True,
 ) -> list[Hit]:
-    """Search memories: one fused Qdrant query, then cheap Python post-processing."""
+    """Search memories: one fused Qdrant query, then cheap Python post-processing.
+
+    ``fields``: what to read of each candidate's payload (all of it by default; a partial payload is not
+    checksummed, so a caller that reads only the ranking's fields reads the hits it keeps again in whole).
+    """
     if params.candidates < limit:
         params = replace(params, candidates=limit)
-    return rerank(coll.query(build_request(query_text, query_vec, flt, params)), limit, now, params)
+    request = replace(build_request(query_text, query_vec, flt, params), with_payload=fields)
+    return rerank(coll.query(request), limit, now, params)

@@ -36,7 +36,7 @@ from ..store.contract import DENSE
 from ..store.query import AnyOf, IsEmpty, Order, Scroll, all_of
 from ..tokens import chars_for, count_tokens
 from .chains import SUPERSEDED_BY, current_first
-from .ranking import Hit, build_request, rerank
+from .ranking import RANK_FIELDS, Hit, build_request, rerank
 from .record import MemoryFields
 
 if TYPE_CHECKING:
@@ -54,8 +54,6 @@ _FRAMING = frozenset(_FRAMING_WORDS.split())
 BRIEFING_KINDS = ("preference", "decision")
 # Fused candidates read for the gate and the block (the block keeps at most ``max_memories`` of them).
 CANDIDATES = 10
-# What the ranking (neighbour propagation, recency and importance boost) and the chains read of a candidate.
-RANK_FIELDS = ("thread", "seq", "created_at", "updated_at", "importance", SUPERSEDED_BY)
 # Most tokens of one memory's line (id, kind, date and about 180 characters of text): a longer memory is cut,
 # so one long memory cannot fill the block. On the tuning half of LoCoMo dev, at a 400-token budget, lines of
 # at most 60 tokens cited an evidence memory for 0.69 of questions, at most 200 tokens for 0.64.

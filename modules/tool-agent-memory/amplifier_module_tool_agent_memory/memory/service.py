@@ -38,7 +38,7 @@ from .chains import (
 from .importing import MemoryImporter
 from .models import MemoryListInput, MemoryRecord, MemorySearchInput, MemoryStoreInput
 from .payload import content_hash
-from .ranking import CTX, MEMORY_VECTORS, Hit, RetrievalParams, context_text, hybrid_search
+from .ranking import CTX, MEMORY_VECTORS, RANK_FIELDS, Hit, RetrievalParams, context_text, hybrid_search
 from .record import MemoryFields, StoredMemory, export_record, full_view, link_payload, public_view
 from .restated import (
     add_wording,
@@ -553,10 +553,19 @@ class MemoryService:
         # Twice the limit is read so that dropping superseded memories (include_superseded=false)
         # still fills the page; the first `limit` of the longer list are the same memories.
         flt = self._filter(inp)
-        hits = hybrid_search(self.coll, inp.query, vec, 2 * limit, flt, self.clock(), self.params)
+        # The candidates bring only the ranking's fields: reading and checking ~50 whole payloads cost more than
+        # the query itself at 100k (27.9 against 10.4 ms p50, loaded machine). The hits kept are read whole below.
+        hits = hybrid_search(self.coll, inp.query, vec, 2 * limit, flt, self.clock(), self.params, fields=RANK_FIELDS)
         hits = current_first(self.coll, hits, inp.include_superseded, add_newest=flt is None)[:limit]
-        hits = self._newer_first(hits)
+        hits = self._newer_first(self._whole(hits))
         return [public_view(h.id, h.payload, h.score) for h in hits]
+
+    def _whole(self, hits: list[Hit]) -> list[Hit]:
+        """``hits`` with their whole (checksummed) payloads, in order; one deleted meanwhile is left out."""
+        if not hits:
+            return hits
+        payloads = {str(r.id): r.payload for r in self.coll.retrieve([h.id for h in hits]) if r.payload is not None}
+        return [Hit(h.id, h.score, dict(payloads[h.id])) for h in hits if h.id in payloads]
 
     def _newer_first(self, hits: list[Hit]) -> list[Hit]:
         """Among the results, a newer memory that changes an older one (no link made) ranks above it.

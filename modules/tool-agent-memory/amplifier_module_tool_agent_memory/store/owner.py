@@ -2,8 +2,9 @@
 
 The process that holds an identity's store lock (see :mod:`.sharing`) listens on a local socket
 and publishes how to reach it in ``<identity>/owner.json`` (mode 0600): the address and a random
-token. Every connection must send the token first; one thread serves each connection, so a
-connection's calls run one after another, and the collection lock a connection takes (a
+token. Every connection must send the token first, with the protocol it speaks
+(:data:`.wire.PROTOCOL`: another version's process is refused); one thread serves each
+connection, so a connection's calls run one after another, and the collection lock a connection takes (a
 read-modify-write sequence of another process) is held by its thread until that process
 releases it or its connection ends (a process that dies releases its locks here).
 
@@ -214,7 +215,12 @@ class OwnerServer:
             if not hmac.compare_digest(str(hello.get("token", "")), self._token):
                 wire.send(conn, {"e": wire.error_message(PermissionError("wrong token"))})
                 return
-            wire.send(conn, {"r": self._hello})
+            if hello.get("protocol") != wire.PROTOCOL:
+                # Another version of this module: its requests would be refused or misread one by one.
+                message = f"this store's owner speaks protocol {wire.PROTOCOL}, not {hello.get('protocol', 1)}"
+                wire.send(conn, {"e": wire.error_message(PermissionError(message))})
+                return
+            wire.send(conn, {"r": {**self._hello, "protocol": wire.PROTOCOL}})
             while True:
                 message = wire.receive(conn)
                 if message.get("op") == "batch":

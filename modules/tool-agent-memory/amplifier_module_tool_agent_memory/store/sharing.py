@@ -62,7 +62,8 @@ _RETRY_S = 0.05
 def _no_owner_message(path: Path, waited: float) -> str:
     return (
         f"the memory store {path} is in use by another process that does not share it (waited {waited:.1f} s): "
-        "an agent-memory older than the sharing of one identity between processes, or a maintenance command "
+        "an agent-memory of another version (processes sharing one identity must run the same one), or a "
+        "maintenance command "
         "(`agent-memory repair`, `reindex`) that needs the store alone. Let it finish or stop it; across "
         "machines, point every process at a Qdrant server (config `storage: {backend: server, url: ...}`)"
     )
@@ -258,7 +259,7 @@ class SharedStore:
         except OSError:
             return False
         try:
-            wire.send(sock, {"token": info["token"]})
+            wire.send(sock, {"token": info["token"], "protocol": wire.PROTOCOL})
             answer = wire.receive(sock)
         except wire.ConnectionLost:
             sock.close()
@@ -267,6 +268,9 @@ class SharedStore:
             sock.close()
             return False
         owner = answer["r"]
+        if owner.get("protocol") != wire.PROTOCOL:
+            sock.close()  # an owner of another version (this one checks the other way round too): not shared
+            return False
         if not self.adopt_recorded_model and (owner["model_id"] != self.model_id or int(owner["dim"]) != self.dim):
             sock.close()
             raise ModelMismatchError(
@@ -315,7 +319,7 @@ class SharedStore:
         except OSError as exc:
             raise wire.ConnectionLost(str(exc)) from exc
         try:
-            wire.send(sock, {"token": info["token"]})
+            wire.send(sock, {"token": info["token"], "protocol": wire.PROTOCOL})
             answer = wire.receive(sock)
         except wire.ConnectionLost:
             sock.close()
