@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from amplifier_core import AmplifierSession, HookResult
-from memory_helpers import DISTINCT_FACTS, output_of
+from data import DISTINCT_FACTS
 
 import amplifier_module_tool_agent_memory as agent_memory
 from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedder
@@ -46,9 +46,9 @@ async def session(root: Path, embedder: CachedEmbedder) -> AsyncIterator[Mounted
     await cleanup()
 
 
-async def test_compaction_events_that_arrive_together_close_the_block_once(session: Mounted) -> None:
+async def test_compaction_events_that_arrive_together_close_the_block_once(session: Mounted, call: Any) -> None:
     tools = session.coordinator.get("tools")
-    written = output_of(await tools["cache_write"].execute({"kind": "decision", "content": DISTINCT_FACTS[3]}))
+    written = await call(tools["cache_write"], {"kind": "decision", "content": DISTINCT_FACTS[3]})
     await asyncio.gather(*(session.coordinator.hooks.emit("context:compaction", dict(STATS)) for _ in range(4)))
     assert [d["block_id"] for d in session.closed] == [written["block_id"]]
 
