@@ -1,6 +1,10 @@
 """Speed of the core memory tools at 1k, 10k and 100k memories, against qdrant-client local mode.
 
 Run ``python benchmarks/speed.py`` (``make bench-speed``); ``--sizes 1000,10000`` for a quick run.
+``--base REV`` measures another revision in the same run: ``git archive`` of REV into the work directory, and
+its own build and serve phases (REV's ``benchmarks/speed.py`` workers, with ``PYTHONPATH`` on REV's package)
+alternating with this tree's, ``--rounds`` serve rounds each; both are printed with their ratio to qdrant-client
+local mode and to each other (absolute times drift with the machine's load, ratios from one run much less).
 
 What is measured, per size N, each phase in its own fresh subprocess so that peak RSS
 (``ru_maxrss``) belongs to that phase and that N only:
@@ -38,12 +42,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import uuid
@@ -53,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import p50_p95, peak_rss_mb, print_table, rss_now_mb
+from _common import REPO, p50_p95, peak_rss_mb, print_table, rss_now_mb
 
 GENERATOR_VERSION = 1
 CHUNK = 5_000
@@ -688,18 +695,48 @@ WORKERS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
 }
 
 
-def run_worker(name: str, n: int, opts: argparse.Namespace, queries_count: int) -> dict[str, Any]:
-    """Run one phase in a fresh interpreter; its last stdout line is its JSON result."""
+PACKAGE_DIR = Path("modules") / "tool-agent-memory"
+
+
+def base_env(base: Path) -> dict[str, str]:
+    """The environment of a phase of the base revision: its package first on the path (before the installed one)."""
+    path = [str(base / PACKAGE_DIR), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+
+
+def extract_base(rev: str, dest: Path) -> Path:
+    """``git archive`` of ``rev``'s benchmarks and package into ``dest``; checks that its phases import that package."""
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev, "benchmarks", str(PACKAGE_DIR)],
+                             capture_output=True, check=True).stdout
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(dest, filter="data")
+    probe = "import amplifier_module_tool_agent_memory as m; print(m.__file__)"
+    where = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                           env=base_env(dest)).stdout.strip()
+    if not Path(where).resolve().is_relative_to(dest.resolve()):
+        raise SystemExit(f"the base's phases would import {where}, not {rev}'s package")
+    return dest
+
+
+def run_worker(
+    name: str, n: int, opts: argparse.Namespace, queries_count: int, base: Path | None = None
+) -> dict[str, Any]:
+    """Run one phase in a fresh interpreter; its last stdout line is its JSON result. With ``base``, the phase is
+    the base revision's own worker on its own package, building its stores in a work directory of its own."""
+    script = base / "benchmarks" / "speed.py" if base else Path(__file__)
+    work_dir = opts.work_dir / "base" if base else opts.work_dir
     cmd = [
-        sys.executable, __file__, "--worker", name, "--n", str(n), "--queries", str(queries_count),
+        sys.executable, str(script), "--worker", name, "--n", str(n), "--queries", str(queries_count),
         "--stores", str(opts.stores), "--import-sample", str(opts.import_sample),
         "--index-from", str(opts.index_from),
-        "--cache-dir", str(opts.cache_dir), "--work-dir", str(opts.work_dir),
+        "--cache-dir", str(opts.cache_dir), "--work-dir", str(work_dir),
     ]
+    work_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False, env=base_env(base) if base else None)
     if proc.returncode != 0:
-        raise SystemExit(f"worker {name} (N={n}) failed with exit code {proc.returncode}")
+        raise SystemExit(f"worker {name} (N={n}{', base' if base else ''}) failed with exit code {proc.returncode}")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     result["wall_s"] = time.perf_counter() - t0
     return result
@@ -732,6 +769,8 @@ def main() -> None:
     parser.add_argument("--work-dir", type=Path, default=None, help="where the stores are built (default: temp)")
     parser.add_argument("--no-qdrant", action="store_true", help="skip the qdrant-client local-mode comparison")
     parser.add_argument("--keep", action="store_true", help="keep the built stores")
+    parser.add_argument("--base", help="a git revision measured in the same run, alternating with this tree")
+    parser.add_argument("--rounds", type=int, default=1, help="serve rounds per variant and size (with --base)")
     parser.add_argument("--worker", choices=sorted(WORKERS), help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
     opts = parser.parse_args()
@@ -749,6 +788,7 @@ def main() -> None:
     print(f"agent-memory speed benchmark: sizes {sizes}, {opts.queries} searches and {opts.stores} stores per size, "
           f"limit {LIMIT}, {os.cpu_count()} CPUs (shared: timings are noisy when other work runs)")
     try:
+        base = extract_base(opts.base, opts.work_dir / "base-src") if opts.base else None
         _progress("embedding cache")
         vec = run_worker("vectors", max(sizes), opts, opts.queries + 1)
         rows: list[dict[str, Any]] = []
@@ -756,14 +796,19 @@ def main() -> None:
             row: dict[str, Any] = {"n": n}
             _progress(f"N={n:,}: build")
             row["build"] = run_worker("build", n, opts, opts.queries + 1)
-            _progress(f"N={n:,}: serve")
-            row["serve"] = run_worker("serve", n, opts, opts.queries)
+            if base:
+                _progress(f"N={n:,}: build ({opts.base})")
+                row["base_build"] = run_worker("build", n, opts, opts.queries + 1, base)
+            row["serves"] = _serve_rounds(n, opts, base)
+            row["serve"] = next(result for variant, result in row["serves"] if variant == "head")
             if not opts.no_qdrant:
                 _progress(f"N={n:,}: qdrant-client local mode")
                 row["qbuild"] = run_worker("qdrant-build", n, opts, opts.queries + 1)
                 row["qserve"] = run_worker("qdrant-serve", n, opts, opts.queries)
             rows.append(row)
             _report(rows, vec, opts)
+            if base:
+                _base_report(rows, opts)
     finally:
         if own_work_dir and not opts.keep:
             shutil.rmtree(opts.work_dir, ignore_errors=True)
@@ -846,6 +891,41 @@ def _report(rows: list[dict[str, Any]], vec: dict[str, Any], opts: argparse.Name
     for label, value, op, target in checks:
         ok = value <= target if op == "<=" else value >= target
         print(f"  [{'met' if ok else 'MISSED'}] {label}: {value:.1f}")
+
+
+def _serve_rounds(n: int, opts: argparse.Namespace, base: Path | None) -> list[tuple[str, dict[str, Any]]]:
+    """The serve phase of this tree (and of the base), alternating which goes first from round to round."""
+    variants: list[tuple[str, Path | None]] = [("head", None), *([("base", base)] if base else [])]
+    results = []
+    for i in range(opts.rounds if base else 1):
+        for variant, path in variants if i % 2 == 0 else variants[::-1]:
+            _progress(f"N={n:,}: serve {variant} (round {i + 1})")
+            results.append((variant, run_worker("serve", n, opts, opts.queries, path)))
+    return results
+
+
+def _base_report(rows: list[dict[str, Any]], opts: argparse.Namespace) -> None:
+    """This tree and the base, same run: the medians over rounds of each phase's p50/p95, and the ratios."""
+    print(f"\nHead vs base {opts.base}, same run ({opts.rounds} serve round(s) each, alternating; medians over "
+          "rounds of each round's p50/p95, ms).\n  ratio to local = local-mode hybrid p95 / that variant's p95 "
+          "(search with embedding, and engine only); head/base = head p95 / base p95")
+    keys = ("search_p50_ms", "search_p95_ms", "store_p50_ms", "store_p95_ms", "engine_p95_ms")
+    table = []
+    for r in rows:
+        med = {variant: {k: statistics.median(res[k] for v, res in r["serves"] if v == variant) for k in keys}
+               for variant in ("head", "base")}
+        for variant in ("head", "base"):
+            m = med[variant]
+            local = r.get("qserve")
+            table.append([
+                r["n"], variant, m["search_p50_ms"], m["search_p95_ms"], m["store_p50_ms"], m["store_p95_ms"],
+                m["engine_p95_ms"],
+                local["hybrid_search_p95_ms"] / m["search_p95_ms"] if local else float("nan"),
+                local["hybrid_engine_p95_ms"] / m["engine_p95_ms"] if local else float("nan"),
+                m["search_p95_ms"] / med["base"]["search_p95_ms"], m["store_p95_ms"] / med["base"]["store_p95_ms"],
+            ])
+    print_table(["N", "variant", "search p50", "search p95", "store p50", "store p95", "engine p95",
+                 "ratio to local", "engine ratio to local", "search p95 / base", "store p95 / base"], table)
 
 
 def _rss_cells(rss: dict[str, float] | None) -> list[float]:

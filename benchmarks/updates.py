@@ -29,6 +29,12 @@ pairs; see that folder's README) and drives the real tools on the embedded defau
   default ``cache_pack`` of the scope: it must hold ``new_mark`` and never both marks. A
   distinct pair is written the same way (``a`` then ``b`` in one scope): the pack must hold both.
 
+``--cross`` adds a held-apart diagnostic: every same-kind pair of texts of two DIFFERENT cases at cosine
+>= 0.5 (the memory and cache gates) put to the policy memory and the cache act on
+(``compare.policy``): how many would merge or link in memory, merge or replace in the cache, if one
+were the other's nearest. None of these pairs is a restatement or an update, and no rule was written
+for them (target 0 merged; links and replacements are listed).
+
 Figures are printed per type and per kind, for all cases and for two fixed halves (A / B,
 split by a hash of the case text) so that a setting chosen while looking at one half can be
 reported on the other. Run: ``python benchmarks/updates.py`` (about a minute on 2 cores).
@@ -304,14 +310,53 @@ async def main_async(args: argparse.Namespace) -> int:
             failed = [m for m, v in case.metrics.items() if m in WANTED and v != WANTED[m]]
             if failed:
                 print(f"  [{case.n}] {case.type}/{case.kind} {failed}: {case.first!r} -> {case.second!r}")
+    if args.cross:
+        cross_pairs(cases, args.failures)
     print(f"total run {time.perf_counter() - started:.0f} s; mean store latency "
           f"{statistics.fmean(tools.latency_ms.get('memory_store', [0.0])):.1f} ms")
     return 0
 
 
+CROSS_COSINE = 0.5
+"""The memory and cache gates' default (``near_duplicate_threshold``, ``dedup_threshold``)."""
+
+
+def cross_pairs(cases: Sequence[Case], show: bool) -> None:
+    """The ``--cross`` diagnostic (see the module doc): policy outcomes on pairs of two different cases."""
+    from amplifier_module_tool_agent_memory.compare import policy
+    from amplifier_module_tool_agent_memory.config import EmbeddingConfig
+    from amplifier_module_tool_agent_memory.embeddings.providers import get_embedder
+
+    texts = [(case, text) for case in cases for text in (case.first, case.second)]
+    vectors = get_embedder(EmbeddingConfig()).embed_documents([text for _, text in texts])
+    outcomes: dict[str, list[tuple[float, str, str]]] = {"memory merge": [], "memory link": [],
+                                                         "cache merge": [], "cache replace": []}
+    pairs = 0
+    for i, (ca, a) in enumerate(texts):
+        for j, (cb, b) in enumerate(texts):
+            similarity = policy.cosine(vectors[i], vectors[j])
+            if ca.n == cb.n or ca.kind != cb.kind or similarity < CROSS_COSINE:
+                continue
+            pairs += 1
+            comparison = policy.compared(a, b, similarity)
+            found = {"memory merge": comparison.same or policy.restates(comparison, a, b),
+                     "memory link": policy.acts_as_update(comparison, a, b),
+                     "cache merge": policy.merges(a, b), "cache replace": policy.replaces(comparison, a, b)}
+            for name, hit in found.items():
+                if hit:
+                    outcomes[name].append((similarity, a, b))
+    print(f"cross-case pairs (same kind, two cases, cosine >= {CROSS_COSINE}): {pairs}; "
+          + ", ".join(f"{name} {len(found)}" for name, found in outcomes.items()))
+    if show:
+        for name, found in outcomes.items():
+            for similarity, a, b in found:
+                print(f"  cross {name} ({similarity:.2f}): {a!r} -> {b!r}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--failures", action="store_true", help="list the cases that miss a measure")
+    parser.add_argument("--cross", action="store_true", help="policy outcomes on same-kind pairs of two cases")
     parser.add_argument(
         "--config", default="{}", help='module config overrides as JSON, e.g. \'{"memory": {"default_limit": 10}}\''
     )

@@ -30,7 +30,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))  # the scenario every face is tested with
 
-from mcp_helpers import scenario  # noqa: E402
+from data import SCENARIO  # noqa: E402
 
 from amplifier_module_tool_agent_memory.tools import TOOLS  # noqa: E402
 
@@ -110,7 +110,7 @@ def run(inspector: Inspector) -> list[str]:
     check(listed == [spec.name for spec in TOOLS], f"tools/list names every tool of the table ({len(listed)})")
     outputs: dict[str, dict[str, Any]] = {}
     called: set[str] = set()
-    for step in scenario():
+    for step in SCENARIO:
         result = inspector("tools/call", "--tool-name", step.tool, *tool_args(step.args(outputs)))
         error = bool(result.get("isError"))
         body = json.loads(result["content"][0]["text"]) if error else result.get("structuredContent") or {}

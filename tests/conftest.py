@@ -4,13 +4,17 @@ under a temporary root, and the module mounted on amplifier-core's MockCoordinat
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from amplifier_core import ToolResult
 from amplifier_core.message_models import ChatRequest, ChatResponse, TextBlock
 from amplifier_core.testing import MockCoordinator
+from data import SECTION_NAMES, SERVER, SERVER_URL, T0
 
 import amplifier_module_tool_agent_memory as agent_memory
 from amplifier_module_tool_agent_memory.config import EmbeddingConfig, parse_config
@@ -21,6 +25,7 @@ from amplifier_module_tool_agent_memory.runtime import AgentMemory
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
 
+    from amplifier_module_tool_agent_memory.cache.service import CacheService
     from amplifier_module_tool_agent_memory.config import StorageConfig
 
 
@@ -85,8 +90,6 @@ def with_backend(backend: str, config: dict[str, Any]) -> dict[str, Any]:
     """A test's config on ``backend``: its other storage settings kept, its own choice of backend respected."""
     if backend != "server":
         return config
-    from memory_helpers import SERVER
-
     storage = config.get("storage")
     if isinstance(storage, dict) and "backend" in storage:
         return config
@@ -133,32 +136,105 @@ async def tools(mount_tools: Callable[..., Any]) -> dict[str, Any]:
     return mounted
 
 
-@pytest.fixture
-def clock() -> Any:
-    """A clock the test moves by hand (memory_helpers.ManualClock)."""
-    from memory_helpers import ManualClock
+class ManualClock:
+    """A clock the test moves by hand; inject it as ``runtime.clock`` before the first tool call."""
 
+    def __init__(self, start: datetime = T0) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> datetime:
+        self.now = self.now + timedelta(**delta)
+        return self.now
+
+
+@pytest.fixture
+def make_clock() -> type[ManualClock]:
+    """Manual clocks: ``make_clock()`` starts at data.T0, ``make_clock(start)`` at ``start`` (a test with two
+    runtimes on their own clocks makes two)."""
+    return ManualClock
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    """The test's clock, moved by hand (``clock.advance(minutes=5)``), starting at data.T0."""
     return ManualClock()
 
 
-@pytest.fixture
-def timed_tools(make_runtime: Callable[..., AgentMemory], clock: Any) -> dict[str, Any]:
-    """Tools of a runtime whose clock the test controls."""
-    from memory_helpers import runtime_tools
+def _bind_tools(rt: AgentMemory) -> dict[str, Any]:
+    from amplifier_module_tool_agent_memory.amplifier.tools import build_tools
 
+    return {tool.name: tool for tool in build_tools(rt)}
+
+
+@pytest.fixture
+def runtime_tools() -> Callable[[AgentMemory], dict[str, Any]]:
+    """``runtime_tools(rt)``: the module's tools bound to an already built runtime (so its clock can be injected)."""
+    return _bind_tools
+
+
+@pytest.fixture
+def timed_tools(make_runtime: Callable[..., AgentMemory], clock: ManualClock) -> dict[str, Any]:
+    """Tools of a runtime whose clock the test controls."""
     rt = make_runtime()
     rt.clock = clock
-    return runtime_tools(rt)
+    return _bind_tools(rt)
+
+
+class ToolCall:
+    """Runs a tool and gives its answer: ``await call(tool, args)`` its output (the test fails with the tool's
+    message when it fails), ``await call.error(tool, args)`` its error (the test fails when it succeeds). The
+    memory tools' usual calls have a short form: ``call.store(tools, content, kind)``, ``call.get(tools, id)``,
+    ``call.search(tools, query)``."""
+
+    async def __call__(self, tool: Any, args: dict[str, Any]) -> dict[str, Any]:
+        return self.output_of(await tool.execute(args))
+
+    async def error(self, tool: Any, args: dict[str, Any]) -> dict[str, Any]:
+        return self.error_of(await tool.execute(args))
+
+    @staticmethod
+    def output_of(result: ToolResult) -> dict[str, Any]:
+        """The output of a successful tool call already made; fails the test with the tool's message otherwise."""
+        assert result.success, result.error
+        assert isinstance(result.output, dict)
+        return result.output
+
+    @staticmethod
+    def error_of(result: ToolResult) -> dict[str, Any]:
+        """The error of a failed tool call already made; fails the test if the call succeeded."""
+        assert not result.success, f"expected a failure, got {result.output!r}"
+        assert isinstance(result.error, dict)
+        return result.error
+
+    async def store(self, tools: dict[str, Any], content: str, kind: str = "fact", **fields: Any) -> dict[str, Any]:
+        """memory_store; its output."""
+        return await self(tools["memory_store"], {"content": content, "kind": kind, **fields})
+
+    async def get(self, tools: dict[str, Any], memory_id: str) -> dict[str, Any]:
+        """memory_get; the memory it returns."""
+        return dict((await self(tools["memory_get"], {"id": memory_id}))["memory"])
+
+    async def search(self, tools: dict[str, Any], query: str, **fields: Any) -> list[dict[str, Any]]:
+        """memory_search; its results, best first."""
+        return list((await self(tools["memory_search"], {"query": query, **fields}))["results"])
+
+
+@pytest.fixture
+def call() -> ToolCall:
+    """Runs a tool and returns its output or error (see :class:`ToolCall`)."""
+    return ToolCall()
 
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[], QdrantClient]:
-    """One local-mode Qdrant 'server' at memory_helpers.SERVER_URL, persisted under tmp_path.
+    """One local-mode Qdrant 'server' at data.SERVER_URL, persisted under tmp_path.
 
     Every server store of the test connects to it; returns a function giving the client the
     open stores share (the registry keeps one per URL).
     """
-    from memory_helpers import SERVER_URL
     from qdrant_client import QdrantClient
 
     from amplifier_module_tool_agent_memory.store import server as server_storage
@@ -212,16 +288,79 @@ def purge_timer() -> ManualTimer:
     return ManualTimer()
 
 
+class CacheDriver:
+    """A cache service driven the way the tools call it: ``note`` (cache_write), ``pack``, ``search`` with plain
+    arguments, and the pack's item lines. Everything else is the service's own (``driver.compact(...)``,
+    ``driver.config``); ``driver.service`` is the service itself."""
+
+    def __init__(self, service: CacheService) -> None:
+        self.service = service
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.service, name)
+
+    def note(self, content: str, kind: str = "fact", **fields: Any) -> dict[str, Any]:
+        """cache_write."""
+        from amplifier_module_tool_agent_memory.cache.models import CacheWriteInput
+
+        return self.service.write(CacheWriteInput.model_validate({"kind": kind, "content": content, **fields}))
+
+    def pack(self, **fields: Any) -> dict[str, Any]:
+        """cache_pack."""
+        from amplifier_module_tool_agent_memory.cache.models import CachePackInput
+
+        return self.service.pack(CachePackInput.model_validate(fields))
+
+    def search(self, query: str, **fields: Any) -> list[dict[str, Any]]:
+        """cache_search."""
+        from amplifier_module_tool_agent_memory.cache.models import CacheSearchInput
+
+        return self.service.search(CacheSearchInput.model_validate({"query": query, **fields}))
+
+    def packed_texts(self, **fields: Any) -> list[str]:
+        """Every item line of a pack (cache_pack with ``fields``), all sections."""
+        return self.texts(self.pack(**fields))
+
+    @staticmethod
+    def texts(out: dict[str, Any]) -> list[str]:
+        """Every item line of a pack already made, all sections."""
+        return [line for name in SECTION_NAMES for line in out.get(name, [])]
+
+    @staticmethod
+    def rendered_tokens(out: dict[str, Any]) -> int:
+        """Tokens of a pack exactly as the model receives it (json.dumps, as ToolResult does)."""
+        from amplifier_module_tool_agent_memory.tokens import count_tokens
+
+        return count_tokens(json.dumps(out))
+
+
+class CacheFactory:
+    """``make_cache(identity="alice", clock=None, **cache_config)``: a :class:`CacheDriver` on a new runtime's
+    cache service, on the test's ``clock`` unless another is given; ``make_cache.drive(service)`` drives a
+    service the test built itself; ``make_cache.texts(pack)`` / ``make_cache.rendered_tokens(pack)`` read a pack
+    already made."""
+
+    def __init__(self, make_runtime: Callable[..., AgentMemory], clock: ManualClock) -> None:
+        self._make_runtime = make_runtime
+        self._clock = clock
+
+    def __call__(self, identity: str = "alice", clock: ManualClock | None = None, **cache: Any) -> CacheDriver:
+        rt = self._make_runtime(identity=identity, cache=cache)
+        rt.clock = clock if clock is not None else self._clock
+        return CacheDriver(rt.cache())
+
+    @staticmethod
+    def drive(service: CacheService) -> CacheDriver:
+        return CacheDriver(service)
+
+    texts = staticmethod(CacheDriver.texts)
+    rendered_tokens = staticmethod(CacheDriver.rendered_tokens)
+
+
 @pytest.fixture
-def make_cache(make_runtime: Callable[..., AgentMemory], clock: Any) -> Callable[..., Any]:
-    """Cache services on the test's manual ``clock``: ``make_cache(identity="alice", **cache_config)``
-    (cache_helpers.cache_service as a fixture; the helper module stays importable)."""
-    from cache_helpers import cache_service
-
-    def factory(identity: str = "alice", **cache: Any) -> Any:
-        return cache_service(make_runtime, clock, identity=identity, **cache)
-
-    return factory
+def make_cache(make_runtime: Callable[..., AgentMemory], clock: ManualClock) -> CacheFactory:
+    """Cache drivers on a manual clock (see :class:`CacheFactory`)."""
+    return CacheFactory(make_runtime, clock)
 
 
 class SecretProbe:
@@ -239,8 +378,7 @@ class SecretProbe:
 
     async def store(self, tools: dict[str, Any], text: str, n: int) -> dict[str, Any]:
         """The three tools' answers; each must say it redacted something."""
-        from memory_helpers import output_of
-
+        output_of = ToolCall.output_of
         memory = output_of(await tools["memory_store"].execute(
             {"content": f"note {n}: {text}", "tags": [text] if len(text) <= 100 else [], "files": [f"notes/{n}.txt"]}
         ))

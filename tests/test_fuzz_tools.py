@@ -16,7 +16,6 @@ import pytest
 from amplifier_core import ToolResult
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from memory_helpers import runtime_tools
 
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
@@ -146,7 +145,7 @@ def check_result(args: Any, result: Any, call: Callable[[Any], ToolResult]) -> N
 
 @pytest.mark.parametrize("tool", TOOL_NAMES)
 def test_fuzzed_input_never_raises_and_errors_name_a_field_without_quoting_values(
-    make_runtime: Callable[..., AgentMemory], tool: str
+    make_runtime: Callable[..., AgentMemory], tool: str, runtime_tools: Any
 ) -> None:
     tools = runtime_tools(make_runtime())
     fields = sorted(tools[tool].input_schema.get("properties", {}))

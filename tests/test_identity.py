@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from amplifier_core.testing import MockCoordinator
-from memory_helpers import error_of, output_of
 
 import amplifier_module_tool_agent_memory as agent_memory
 from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedder
@@ -58,7 +57,7 @@ def test_invalid_identity_is_refused_with_the_rule(name: object) -> None:
 
 @pytest.mark.parametrize("name", [n for n in INVALID if isinstance(n, str) and n], ids=repr)
 async def test_invalid_configured_identity_makes_every_tool_refuse_without_creating_a_folder(
-    mount_tools: Callable[..., Any], root: Path, name: str
+    mount_tools: Callable[..., Any], root: Path, name: str, call: Any
 ) -> None:
     before = _folders(root)
     tools, _ = await mount_tools(agent_identity=name)
@@ -67,40 +66,42 @@ async def test_invalid_configured_identity_makes_every_tool_refuse_without_creat
         ("memory_search", {"query": "hello"}),
         ("memory_list", {}),
     ]:
-        error = error_of(await tools[tool].execute(args))
+        error = await call.error(tools[tool], args)
         assert error["type"] == "identity_error"
         assert "is invalid" in error["message"]
     assert _folders(root) == before
 
 
 async def test_invalid_identity_from_the_environment_is_refused(
-    mount_tools: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, root: Path
+    mount_tools: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, root: Path, call: Any
 ) -> None:
     monkeypatch.setenv("AMPLIFIER_AGENT_IDENTITY", "../escape")
     before = _folders(root)
     tools, _ = await mount_tools(agent_identity=None)
-    error = error_of(await tools["memory_store"].execute({"content": "hello"}))
+    error = await call.error(tools["memory_store"], {"content": "hello"})
     assert error["type"] == "identity_error"
     assert "'../escape'" in error["message"]
     assert _folders(root) == before
 
 
-async def test_non_string_identity_from_a_capability_is_refused(root: Path, embedder: CachedEmbedder) -> None:
+async def test_non_string_identity_from_a_capability_is_refused(
+    root: Path, embedder: CachedEmbedder, call: Any
+) -> None:
     coordinator = MockCoordinator()
     coordinator.register_capability("agent_identity", {"name": "alice"})
     cleanup = await agent_memory.mount(coordinator, {"storage_root": str(root)})
     try:
         tool = coordinator.mount_points["tools"]["memory_list"]
-        error = error_of(await tool.execute({}))
+        error = await call.error(tool, {})
         assert error["type"] == "identity_error"
         assert "must be a string, got dict" in error["message"]
     finally:
         await cleanup()
 
 
-async def test_non_string_configured_identity_is_a_config_error(mount_tools: Callable[..., Any]) -> None:
+async def test_non_string_configured_identity_is_a_config_error(mount_tools: Callable[..., Any], call: Any) -> None:
     tools, _ = await mount_tools(agent_identity=42)
-    error = error_of(await tools["memory_list"].execute({}))
+    error = await call.error(tools["memory_list"], {})
     assert error["type"] == "config_error"
     assert "agent_identity" in error["message"]
 
@@ -115,9 +116,11 @@ def test_the_store_layer_refuses_a_path_like_identity(root: Path, name: str) -> 
     assert _folders(root) == before
 
 
-async def test_a_valid_identity_gets_its_own_folder_under_the_root(mount_tools: Callable[..., Any], root: Path) -> None:
+async def test_a_valid_identity_gets_its_own_folder_under_the_root(
+    mount_tools: Callable[..., Any], root: Path, call: Any
+) -> None:
     tools, _ = await mount_tools(agent_identity="team.bot_2")
-    output_of(await tools["memory_store"].execute({"content": "hello"}))
+    await call(tools["memory_store"], {"content": "hello"})
     assert (root / "team.bot_2" / "store.json").is_file()
     assert {p.name for p in _folders(root) if p.parent == root} == {"team.bot_2"}
 
@@ -158,10 +161,10 @@ async def test_session_ready_registers_the_resolved_identity_as_a_capability(mou
 
 
 async def test_an_empty_configured_identity_is_refused_not_defaulted(
-    mount_tools: Callable[..., Any], root: Path
+    mount_tools: Callable[..., Any], root: Path, call: Any
 ) -> None:
     tools, _ = await mount_tools(agent_identity="")
-    error = error_of(await tools["memory_store"].execute({"content": "hello"}))
+    error = await call.error(tools["memory_store"], {"content": "hello"})
     assert error["type"] == "identity_error"
     assert "agent identity '' is invalid" in error["message"]
     assert not (root / "default").exists()

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_helpers import error_of
 
 from amplifier_module_tool_agent_memory.config import ROOT_ENV, parse_config
 from amplifier_module_tool_agent_memory.errors import ConfigError
@@ -39,7 +38,9 @@ def test_an_empty_root_variable_counts_as_unset(monkeypatch: pytest.MonkeyPatch)
     assert parse_config({}).resolved_root().name == "agent-memory"
 
 
-async def test_the_tools_of_a_mount_with_an_empty_root_answer_config_error(mount_tools: Callable[..., Any]) -> None:
+async def test_the_tools_of_a_mount_with_an_empty_root_answer_config_error(
+    mount_tools: Callable[..., Any], call: Any
+) -> None:
     tools, _ = await mount_tools(storage_root="")
-    error = error_of(await tools["memory_list"].execute({}))
+    error = await call.error(tools["memory_list"], {})
     assert error["type"] == "config_error" and "storage_root" in error["message"]

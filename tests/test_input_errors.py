@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from memory_helpers import error_of, output_of
 
 pytestmark = pytest.mark.reliability
 
@@ -63,9 +62,9 @@ BAD_INPUT: list[tuple[str, dict[str, Any], str, str]] = [
     ("tool", "args", "field", "rule"), BAD_INPUT, ids=[f"{t}-{f}-{r}" for t, _, f, r in BAD_INPUT]
 )
 async def test_bad_input_answers_invalid_input_naming_the_field_and_the_rule(
-    tools: dict[str, Any], tool: str, args: dict[str, Any], field: str, rule: str
+    tools: dict[str, Any], tool: str, args: dict[str, Any], field: str, rule: str, call: Any
 ) -> None:
-    error = error_of(await tools[tool].execute(args))
+    error = await call.error(tools[tool], args)
     assert error["type"] == "invalid_input"
     assert f"field '{field}" in error["message"]
     assert rule in error["message"]
@@ -95,22 +94,22 @@ SECRET_IN_BAD_FIELD: list[tuple[str, dict[str, Any]]] = [
     ("tool", "args"), SECRET_IN_BAD_FIELD, ids=[f"{t}-{i}" for i, (t, _) in enumerate(SECRET_IN_BAD_FIELD)]
 )
 async def test_an_error_never_repeats_the_value_it_refused(
-    tools: dict[str, Any], tool: str, args: dict[str, Any]
+    tools: dict[str, Any], tool: str, args: dict[str, Any], call: Any
 ) -> None:
-    error = error_of(await tools[tool].execute(args))
+    error = await call.error(tools[tool], args)
     assert error["type"] == "invalid_input"
     assert GITHUB not in error["message"] and GITHUB[4:20] not in error["message"]
 
 
-async def test_until_the_last_representable_day_searches_instead_of_failing(tools: dict[str, Any]) -> None:
-    stored = output_of(await tools["memory_store"].execute({"content": "The backup job runs at 02:00 UTC."}))
-    found = output_of(await tools["memory_search"].execute({"query": "backup job", "until": "9999-12-31"}))
+async def test_until_the_last_representable_day_searches_instead_of_failing(tools: dict[str, Any], call: Any) -> None:
+    stored = await call(tools["memory_store"], {"content": "The backup job runs at 02:00 UTC."})
+    found = await call(tools["memory_search"], {"query": "backup job", "until": "9999-12-31"})
     assert [r["id"] for r in found["results"]] == [stored["id"]]
 
 
-async def test_bad_input_loses_nothing_already_stored(tools: dict[str, Any]) -> None:
-    stored = output_of(await tools["memory_store"].execute({"content": "Releases are tagged from main."}))
+async def test_bad_input_loses_nothing_already_stored(tools: dict[str, Any], call: Any) -> None:
+    stored = await call(tools["memory_store"], {"content": "Releases are tagged from main."})
     for tool, args, _, _ in BAD_INPUT:
         await tools[tool].execute(args)
-    listed = output_of(await tools["memory_list"].execute({}))
+    listed = await call(tools["memory_list"], {})
     assert [m["id"] for m in listed["memories"]] == [stored["id"]]

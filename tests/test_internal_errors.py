@@ -8,7 +8,6 @@ import logging
 from typing import Any
 
 import pytest
-from memory_helpers import error_of, output_of
 
 from amplifier_module_tool_agent_memory.memory.service import MemoryService
 from amplifier_module_tool_agent_memory.plans.service import PlanService
@@ -30,11 +29,11 @@ def _failing(*_: Any, **__: Any) -> Any:
 ])
 async def test_an_internal_error_is_answered_redacted_and_cut(
     tools: dict[str, Any], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
-    tool: str, method: str, service: type, args: dict[str, Any],
+    tool: str, method: str, service: type, args: dict[str, Any], call: Any,
 ) -> None:
     caplog.set_level(logging.DEBUG)
     monkeypatch.setattr(service, method, _failing)
-    error = error_of(await tools[tool].execute(args))
+    error = await call.error(tools[tool], args)
     assert error["type"] == "internal_error" and error["identity"] == "alice"
     message = error["message"]
     assert message.startswith(f"{tool} failed: RuntimeError: could not decode point: DB_PASSWORD=[REDACTED:")
@@ -47,10 +46,10 @@ async def test_an_internal_error_is_answered_redacted_and_cut(
 
 
 async def test_the_tool_works_again_once_the_fault_is_gone(
-    tools: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    tools: dict[str, Any], monkeypatch: pytest.MonkeyPatch, call: Any
 ) -> None:
     with monkeypatch.context() as patch:
         patch.setattr(MemoryService, "store", _failing)
-        assert error_of(await tools["memory_store"].execute({"content": "Deploys freeze on Fridays"}))
-    stored = output_of(await tools["memory_store"].execute({"content": "Deploys freeze on Fridays"}))
+        assert await call.error(tools["memory_store"], {"content": "Deploys freeze on Fridays"})
+    stored = await call(tools["memory_store"], {"content": "Deploys freeze on Fridays"})
     assert stored["created"] is True

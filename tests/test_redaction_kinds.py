@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from memory_helpers import output_of, runtime_tools
 from secret_kinds import CASES, KINDS, SURROUNDINGS, Case, leaked
 
 from amplifier_module_tool_agent_memory.cli.main import main as cli_main
@@ -62,7 +61,7 @@ SPREAD: tuple[Case, ...] = tuple(
 @pytest.mark.reliability
 async def test_no_kind_survives_in_answers_files_export_cli_or_logs(
     make_runtime: Callable[..., AgentMemory], root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    caplog: pytest.LogCaptureFixture, secret_probe: SecretProbe,
+    caplog: pytest.LogCaptureFixture, secret_probe: SecretProbe, call: Any, runtime_tools: Any,
 ) -> None:
     caplog.set_level(logging.DEBUG)
     control = "ordinary-control-marker-Kq7Wz"
@@ -72,17 +71,15 @@ async def test_no_kind_survives_in_answers_files_export_cli_or_logs(
     for n, case in enumerate(SPREAD):
         ids = await secret_probe.store(tools, case.text, n)
         answers.append(ids)
-        answers.append(output_of(await tools["memory_get"].execute({"id": ids["memory"]["id"]})))
-        answers.append(output_of(await tools["memory_search"].execute({"query": case.text[:400]})))
-        answers.append(output_of(await tools["plan_lookup"].execute(
-            {"prompt": secret_probe.plan(case.text, n)["prompt"]}
-        )))
+        answers.append(await call(tools["memory_get"], {"id": ids["memory"]["id"]}))
+        answers.append(await call(tools["memory_search"], {"query": case.text[:400]}))
+        answers.append(await call(tools["plan_lookup"], {"prompt": secret_probe.plan(case.text, n)["prompt"]}))
         # A failing call carrying the secret in a field that breaks a rule: its error and its log line.
         answers.append((await tools["memory_search"].execute({"query": case.text, "since": case.text})).error)
     for scope in range(4):
-        answers.append(output_of(await tools["cache_pack"].execute({"scope": f"task:{scope}", "token_budget": 8000})))
-    answers.append(output_of(await tools["memory_list"].execute({"limit": 100})))
-    output_of(await tools["memory_store"].execute({"content": f"a plain note: {control}"}))
+        answers.append(await call(tools["cache_pack"], {"scope": f"task:{scope}", "token_budget": 8000}))
+    answers.append(await call(tools["memory_list"], {"limit": 100}))
+    await call(tools["memory_store"], {"content": f"a plain note: {control}"})
     assert not leaked(json.dumps(answers, default=str))
     rt.close()
 

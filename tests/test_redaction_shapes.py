@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytest
-from memory_helpers import output_of, runtime_tools
 
 from amplifier_module_tool_agent_memory.cli.main import main as cli_main
 from amplifier_module_tool_agent_memory.redaction import redact, redact_json
@@ -162,7 +161,7 @@ def _leaked(text: str) -> list[str]:
 @pytest.mark.reliability
 async def test_no_shape_survives_in_answers_files_export_or_the_cli(
     make_runtime: Callable[..., AgentMemory], root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    caplog: pytest.LogCaptureFixture, secret_probe: SecretProbe,
+    caplog: pytest.LogCaptureFixture, secret_probe: SecretProbe, call: Any, runtime_tools: Any,
 ) -> None:
     caplog.set_level(logging.DEBUG)
     control = "ordinary-control-marker-Zq4Tn"
@@ -172,19 +171,17 @@ async def test_no_shape_survives_in_answers_files_export_or_the_cli(
     for n, case in enumerate(CASES):
         ids = await secret_probe.store(tools, case.text, n)
         answers.append(ids)
-        answers.append(output_of(await tools["memory_get"].execute({"id": ids["memory"]["id"]})))
-        answers.append(output_of(await tools["cache_get"].execute({"block_id": ids["item"]["block_id"]})))
-        answers.append(output_of(await tools["plan_lookup"].execute(
-            {"prompt": secret_probe.plan(case.text, n)["prompt"]}
-        )))
+        answers.append(await call(tools["memory_get"], {"id": ids["memory"]["id"]}))
+        answers.append(await call(tools["cache_get"], {"block_id": ids["item"]["block_id"]}))
+        answers.append(await call(tools["plan_lookup"], {"prompt": secret_probe.plan(case.text, n)["prompt"]}))
         # A failing call with the secret in a field that breaks a rule: its error and log line.
         answers.append((await tools["memory_search"].execute({"query": case.text, "since": case.text})).error)
-    answers.append(output_of(await tools["memory_search"].execute({"query": "run the setup with mysql"})))
-    answers.append(output_of(await tools["memory_list"].execute({"limit": 100})))
-    answers.append(output_of(await tools["cache_pack"].execute({"scope": "task:1", "token_budget": 8000})))
-    answers.append(output_of(await tools["cache_search"].execute({"query": "export TOKEN", "scope": "task:2"})))
-    output_of(await tools["memory_store"].execute({"content": f"a plain note: {control}"}))
-    output_of(await tools["cache_compact"].execute({"scope": "task:3"}))
+    answers.append(await call(tools["memory_search"], {"query": "run the setup with mysql"}))
+    answers.append(await call(tools["memory_list"], {"limit": 100}))
+    answers.append(await call(tools["cache_pack"], {"scope": "task:1", "token_budget": 8000}))
+    answers.append(await call(tools["cache_search"], {"query": "export TOKEN", "scope": "task:2"}))
+    await call(tools["memory_store"], {"content": f"a plain note: {control}"})
+    await call(tools["cache_compact"], {"scope": "task:3"})
     assert not _leaked(json.dumps(answers, default=str))
     rt.close()
 
@@ -224,7 +221,7 @@ async def test_no_shape_survives_in_events(
 
 @pytest.mark.reliability
 async def test_a_memory_at_its_limits_whose_secrets_grew_it_is_exported_and_imported(
-    make_runtime: Callable[..., AgentMemory], root: Path, tmp_path: Path
+    make_runtime: Callable[..., AgentMemory], root: Path, tmp_path: Path, call: Any, runtime_tools: Any
 ) -> None:
     # A marker is longer than the secret it replaces: what was within the input's limits is stored
     # longer, and export (which validates every record) used to fail on the whole store for it.
@@ -234,7 +231,7 @@ async def test_a_memory_at_its_limits_whose_secrets_grew_it_is_exported_and_impo
     content = content[:10_000]
     assert len(tag) == 100 and len(content) == 10_000
     rt = make_runtime()
-    stored = output_of(await runtime_tools(rt)["memory_store"].execute({"content": content, "tags": [tag]}))
+    stored = await call(runtime_tools(rt)["memory_store"], {"content": content, "tags": [tag]})
     assert stored["redacted"] == {"content": ["password_assignment"], "tags": ["mysql_password"]}
     rt.close()
     out = tmp_path / "export.jsonl"

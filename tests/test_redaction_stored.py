@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_helpers import output_of, runtime_tools
 from secret_samples import KINDS, ORDINARY, Secret
 
 from amplifier_module_tool_agent_memory.cli.main import main as cli_main
@@ -37,29 +36,29 @@ def _plan(sample: Secret, n: int = 0) -> dict[str, Any]:
     }
 
 
-async def _store_everywhere(tools: dict[str, Any], sample: Secret, n: int = 0) -> dict[str, Any]:
+async def _store_everywhere(call: Any, tools: dict[str, Any], sample: Secret, n: int = 0) -> dict[str, Any]:
     """The sample in every stored field of every tool; returns the ids needed to read it back."""
-    memory = output_of(await tools["memory_store"].execute(
-        {"content": f"note {n}: {sample.text}", "tags": _tag(sample), "files": [f"notes/{sample.text}"]}
-    ))
-    item = output_of(await tools["cache_write"].execute(
-        {"kind": "fact", "content": f"fact {n}: {sample.text}", "file_ref": sample.text}
-    ))
-    plan = output_of(await tools["plan_store"].execute(_plan(sample, n)))
+    memory = await call(tools["memory_store"], {
+        "content": f"note {n}: {sample.text}", "tags": _tag(sample), "files": [f"notes/{sample.text}"],
+    })
+    item = await call(tools["cache_write"], {
+        "kind": "fact", "content": f"fact {n}: {sample.text}", "file_ref": sample.text,
+    })
+    plan = await call(tools["plan_store"], _plan(sample, n))
     return {"memory": memory, "item": item, "plan": plan}
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
-async def test_memory_fields_never_keep_the_secret(tools: dict[str, Any], kind: str) -> None:
+async def test_memory_fields_never_keep_the_secret(tools: dict[str, Any], kind: str, call: Any) -> None:
     sample = KINDS[kind]
-    stored = output_of(await tools["memory_store"].execute(
-        {"content": sample.text, "tags": _tag(sample), "files": [f"notes/{sample.text}"]}
-    ))
+    stored = await call(tools["memory_store"], {
+        "content": sample.text, "tags": _tag(sample), "files": [f"notes/{sample.text}"],
+    })
     answers = [
         stored,
-        output_of(await tools["memory_get"].execute({"id": stored["id"]})),
-        output_of(await tools["memory_search"].execute({"query": sample.secret[:2000]})),
-        output_of(await tools["memory_list"].execute({})),
+        await call(tools["memory_get"], {"id": stored["id"]}),
+        await call(tools["memory_search"], {"query": sample.secret[:2000]}),
+        await call(tools["memory_list"], {}),
     ]
     assert sample.secret not in json.dumps(answers)
     memory = answers[1]["memory"]
@@ -67,17 +66,15 @@ async def test_memory_fields_never_keep_the_secret(tools: dict[str, Any], kind: 
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
-async def test_cache_fields_never_keep_the_secret(tools: dict[str, Any], kind: str) -> None:
+async def test_cache_fields_never_keep_the_secret(tools: dict[str, Any], kind: str, call: Any) -> None:
     sample = KINDS[kind]
-    written = output_of(await tools["cache_write"].execute(
-        {"kind": "fact", "content": sample.text, "file_ref": sample.text}
-    ))
-    block = output_of(await tools["cache_get"].execute({"block_id": written["block_id"]}))
+    written = await call(tools["cache_write"], {"kind": "fact", "content": sample.text, "file_ref": sample.text})
+    block = await call(tools["cache_get"], {"block_id": written["block_id"]})
     answers = [
         written,
         block,
-        output_of(await tools["cache_search"].execute({"query": sample.secret[:2000]})),
-        output_of(await tools["cache_pack"].execute({"query": sample.secret[:2000]})),
+        await call(tools["cache_search"], {"query": sample.secret[:2000]}),
+        await call(tools["cache_pack"], {"query": sample.secret[:2000]}),
     ]
     assert sample.secret not in json.dumps(answers)
     item = block["items"][0]
@@ -85,34 +82,36 @@ async def test_cache_fields_never_keep_the_secret(tools: dict[str, Any], kind: s
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
-async def test_plan_prompt_and_args_never_keep_the_secret(tools: dict[str, Any], kind: str) -> None:
+async def test_plan_prompt_and_args_never_keep_the_secret(tools: dict[str, Any], kind: str, call: Any) -> None:
     sample = KINDS[kind]
     plan = _plan(sample)
-    stored = output_of(await tools["plan_store"].execute(plan))
-    looked_up = output_of(await tools["plan_lookup"].execute({"prompt": plan["prompt"]}))
+    stored = await call(tools["plan_store"], plan)
+    looked_up = await call(tools["plan_lookup"], {"prompt": plan["prompt"]})
     assert sample.secret not in json.dumps([stored, looked_up])
     assert set(stored["redacted"]) == {"prompt", "actions"}
 
 
-async def test_a_plan_arg_named_like_a_credential_is_redacted_whatever_its_value(tools: dict[str, Any]) -> None:
+async def test_a_plan_arg_named_like_a_credential_is_redacted_whatever_its_value(
+    tools: dict[str, Any], call: Any
+) -> None:
     plan = {"prompt": "log in to the admin panel", "actions": [{"tool": "login", "args": {"password": "sunshine"}}]}
-    output_of(await tools["plan_store"].execute(plan))
-    hit = output_of(await tools["plan_lookup"].execute({"prompt": plan["prompt"]}))
+    await call(tools["plan_store"], plan)
+    hit = await call(tools["plan_lookup"], {"prompt": plan["prompt"]})
     assert hit["answer"] == "hit"
     assert hit["actions"][0]["args"] == {"password": "[REDACTED:password_assignment]"}
 
 
-async def test_ordinary_text_is_stored_unchanged_by_every_tool(tools: dict[str, Any]) -> None:
+async def test_ordinary_text_is_stored_unchanged_by_every_tool(tools: dict[str, Any], call: Any) -> None:
     for n, text in enumerate(ORDINARY):
-        memory = output_of(await tools["memory_store"].execute({"content": text, "tags": [f"t{n}"]}))
+        memory = await call(tools["memory_store"], {"content": text, "tags": [f"t{n}"]})
         assert "redacted" not in memory
-        got = output_of(await tools["memory_get"].execute({"id": memory["id"]}))["memory"]
+        got = (await call(tools["memory_get"], {"id": memory["id"]}))["memory"]
         assert got["content"] == text
-    item = output_of(await tools["cache_write"].execute({"kind": "fact", "content": ORDINARY[1]}))
+    item = await call(tools["cache_write"], {"kind": "fact", "content": ORDINARY[1]})
     assert "redacted" not in item
-    plan = output_of(await tools["plan_store"].execute(
-        {"prompt": ORDINARY[2], "actions": [{"tool": "edit", "args": {"text": ORDINARY[1]}}]}
-    ))
+    plan = await call(tools["plan_store"], {
+        "prompt": ORDINARY[2], "actions": [{"tool": "edit", "args": {"text": ORDINARY[1]}}],
+    })
     assert "redacted" not in plan
 
 
@@ -125,13 +124,15 @@ def _files_containing(root: Path, needles: dict[str, bytes]) -> set[str]:
     return found
 
 
-async def test_no_secret_reaches_the_store_files(make_runtime: Callable[..., AgentMemory], root: Path) -> None:
+async def test_no_secret_reaches_the_store_files(
+    make_runtime: Callable[..., AgentMemory], root: Path, call: Any, runtime_tools: Any
+) -> None:
     rt = make_runtime()
     tools = runtime_tools(rt)
     for n, sample in enumerate(KINDS.values()):
-        await _store_everywhere(tools, sample, n)
-    output_of(await tools["memory_store"].execute({"content": f"a plain note: {CONTROL}"}))
-    output_of(await tools["cache_compact"].execute({}))
+        await _store_everywhere(call, tools, sample, n)
+    await call(tools["memory_store"], {"content": f"a plain note: {CONTROL}"})
+    await call(tools["cache_compact"], {})
     rt.close()
     needles = {kind: sample.secret.encode() for kind, sample in KINDS.items()}
     needles["control"] = CONTROL.encode()
@@ -140,10 +141,10 @@ async def test_no_secret_reaches_the_store_files(make_runtime: Callable[..., Age
     assert found == {"control"}
 
 
-async def test_events_carry_no_secret(recorded_events: tuple[dict[str, Any], list[dict[str, Any]]]) -> None:
+async def test_events_carry_no_secret(recorded_events: tuple[dict[str, Any], list[dict[str, Any]]], call: Any) -> None:
     tools, seen = recorded_events
     for n, sample in enumerate(KINDS.values()):
-        ids = await _store_everywhere(tools, sample, n)
+        ids = await _store_everywhere(call, tools, sample, n)
         await tools["plan_lookup"].execute({"prompt": sample.text[:2000]})
         await tools["memory_search"].execute({"query": sample.text[:2000]})
         await tools["memory_get"].execute({"id": ids["memory"]["id"]})
@@ -152,10 +153,10 @@ async def test_events_carry_no_secret(recorded_events: tuple[dict[str, Any], lis
     assert not [kind for kind, sample in KINDS.items() if sample.secret in dumped]
 
 
-async def test_logs_carry_no_secret(tools: dict[str, Any], caplog: pytest.LogCaptureFixture) -> None:
+async def test_logs_carry_no_secret(tools: dict[str, Any], caplog: pytest.LogCaptureFixture, call: Any) -> None:
     caplog.set_level(logging.DEBUG)
     for n, sample in enumerate(KINDS.values()):
-        await _store_everywhere(tools, sample, n)
+        await _store_everywhere(call, tools, sample, n)
         # Failing calls too: the secret sits in a field that breaks a rule.
         await tools["memory_get"].execute({"id": sample.text[:64]})
         await tools["memory_search"].execute({"query": sample.text[:2000], "since": sample.text})
@@ -164,12 +165,17 @@ async def test_logs_carry_no_secret(tools: dict[str, Any], caplog: pytest.LogCap
 
 
 async def test_export_carries_no_secret(
-    make_runtime: Callable[..., AgentMemory], root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    make_runtime: Callable[..., AgentMemory],
+    root: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    runtime_tools: Any,
+    call: Any,
 ) -> None:
     rt = make_runtime()
     tools = runtime_tools(rt)
     for n, sample in enumerate(KINDS.values()):
-        await _store_everywhere(tools, sample, n)
+        await _store_everywhere(call, tools, sample, n)
     rt.close()
     out = tmp_path / "export.jsonl"
     assert cli_main(["export", "--root", str(root), "--identity", "alice", "--out", str(out)]) == 0

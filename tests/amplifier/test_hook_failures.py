@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from amplifier_core import AmplifierSession
-from memory_helpers import output_of
 
 import amplifier_module_tool_agent_memory as agent_memory
 from amplifier_module_tool_agent_memory.cache.service import CacheService
@@ -50,7 +49,7 @@ def _broken(*_: Any, **__: Any) -> Any:
 
 
 async def test_a_failing_plan_capture_leaves_the_turn_and_the_session_running(
-    session: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    session: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, call: Any
 ) -> None:
     tools = session.get("tools")
     caplog.set_level(logging.DEBUG)
@@ -63,26 +62,26 @@ async def test_a_failing_plan_capture_leaves_the_turn_and_the_session_running(
     logged = " ".join(f"{r.getMessage()} {r.__dict__}" for r in caplog.records)
     assert SECRET not in logged and "[REDACTED:password_assignment]" in logged
     # The session goes on: a tool call works, and the next turn is captured.
-    assert output_of(await tools["memory_store"].execute({"content": "The staging bucket was renamed"}))["created"]
+    assert (await call(tools["memory_store"], {"content": "The staging bucket was renamed"}))["created"]
     await _turn(session, PROMPT)
-    hit = output_of(await tools["plan_lookup"].execute({"prompt": PROMPT}))
+    hit = await call(tools["plan_lookup"], {"prompt": PROMPT})
     assert hit["answer"] == "hit" and hit["actions"] == [{"tool": "edit_file", "args": EDIT}]
 
 
 async def test_a_failing_compaction_handler_leaves_the_session_running(
-    session: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    session: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, call: Any
 ) -> None:
     tools = session.get("tools")
-    written = output_of(await tools["cache_write"].execute({"kind": "fact", "content": "The build uses Bazel 7"}))
+    written = await call(tools["cache_write"], {"kind": "fact", "content": "The build uses Bazel 7"})
     with monkeypatch.context() as patch:
         patch.setattr(CacheService, "compact_touched", _broken)
         answer = await session.hooks.emit("context:compaction", {"before_tokens": 9000, "after_tokens": 3000})
     assert answer.action == "continue"
     assert any(r.getMessage() == "closing cache blocks on compaction failed" for r in caplog.records)
     # The block was not closed by the failed handler; the next compaction closes it, and tools work.
-    assert output_of(await tools["cache_get"].execute({"block_id": written["block_id"]}))["status"] == "open"
+    assert (await call(tools["cache_get"], {"block_id": written["block_id"]}))["status"] == "open"
     await session.hooks.emit("context:compaction", {"before_tokens": 9000, "after_tokens": 3000})
-    assert output_of(await tools["cache_get"].execute({"block_id": written["block_id"]}))["status"] == "closed"
+    assert (await call(tools["cache_get"], {"block_id": written["block_id"]}))["status"] == "closed"
 
 
 @pytest.mark.parametrize("data", [

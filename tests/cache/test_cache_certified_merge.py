@@ -10,9 +10,7 @@ data files.
 from __future__ import annotations
 
 from collections.abc import Callable
-
-from cache_helpers import cache_service, note, pack, packed_texts
-from memory_helpers import ManualClock
+from typing import Any
 
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
@@ -24,34 +22,42 @@ RESTART = "The build server restarts every Sunday night."
 RESTART_SYNONYM = "The build machine restarts every Sunday night."
 
 
-def test_a_certified_restatement_merges(make_runtime: Callable[..., AgentMemory]) -> None:
-    svc = cache_service(make_runtime, ManualClock())
-    first = note(svc, ROTATION)
-    again = note(svc, ROTATION_TRIVIAL)
+def test_a_certified_restatement_merges(
+    make_runtime: Callable[..., AgentMemory], make_cache: Any, make_clock: Any
+) -> None:
+    svc = make_cache(clock=make_clock())
+    first = svc.note(ROTATION)
+    again = svc.note(ROTATION_TRIVIAL)
     assert (again["merged"], again["item_id"]) == (True, first["item_id"])
-    assert packed_texts(pack(svc)) == [ROTATION]
+    assert svc.packed_texts() == [ROTATION]
 
 
-def test_a_reworded_restatement_is_not_certified_and_both_stay(make_runtime: Callable[..., AgentMemory]) -> None:
-    svc = cache_service(make_runtime, ManualClock())
-    first = note(svc, ROTATION)
-    again = note(svc, ROTATION_REWORDED)
+def test_a_reworded_restatement_is_not_certified_and_both_stay(
+    make_runtime: Callable[..., AgentMemory], make_cache: Any, make_clock: Any
+) -> None:
+    svc = make_cache(clock=make_clock())
+    first = svc.note(ROTATION)
+    again = svc.note(ROTATION_REWORDED)
     assert again["merged"] is False and again["item_id"] != first["item_id"] and "superseded" not in again
-    assert sorted(packed_texts(pack(svc))) == sorted([ROTATION, ROTATION_REWORDED])
+    assert sorted(svc.packed_texts()) == sorted([ROTATION, ROTATION_REWORDED])
 
 
-def test_a_synonym_in_place_is_not_certified_and_both_stay(make_runtime: Callable[..., AgentMemory]) -> None:
-    svc = cache_service(make_runtime, ManualClock())
-    note(svc, RESTART)
-    again = note(svc, RESTART_SYNONYM)
+def test_a_synonym_in_place_is_not_certified_and_both_stay(
+    make_runtime: Callable[..., AgentMemory], make_cache: Any, make_clock: Any
+) -> None:
+    svc = make_cache(clock=make_clock())
+    svc.note(RESTART)
+    again = svc.note(RESTART_SYNONYM)
     assert again["merged"] is False and "superseded" not in again
-    assert sorted(packed_texts(pack(svc))) == sorted([RESTART, RESTART_SYNONYM])
+    assert sorted(svc.packed_texts()) == sorted([RESTART, RESTART_SYNONYM])
 
 
-def test_a_changed_value_still_replaces_the_older(make_runtime: Callable[..., AgentMemory]) -> None:
-    svc = cache_service(make_runtime, ManualClock())
-    first = note(svc, ROTATION)
-    new = note(svc, ROTATION_CHANGED)
+def test_a_changed_value_still_replaces_the_older(
+    make_runtime: Callable[..., AgentMemory], make_cache: Any, make_clock: Any
+) -> None:
+    svc = make_cache(clock=make_clock())
+    first = svc.note(ROTATION)
+    new = svc.note(ROTATION_CHANGED)
     assert new["merged"] is False
     assert (new["superseded"]["item_id"], new["superseded"]["content"]) == (first["item_id"], ROTATION)
-    assert packed_texts(pack(svc)) == [ROTATION_CHANGED]
+    assert svc.packed_texts() == [ROTATION_CHANGED]

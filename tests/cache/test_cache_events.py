@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from memory_helpers import DISTINCT_FACTS, output_of
+from data import DISTINCT_FACTS
 
 from amplifier_module_tool_agent_memory.events import CACHE_EVENTS
 
 
-async def test_cache_tools_emit_written_closed_evicted_and_packed_events(mount_tools: Callable[..., Any]) -> None:
+async def test_cache_tools_emit_written_closed_evicted_and_packed_events(
+    mount_tools: Callable[..., Any], call: Any
+) -> None:
     tools, coordinator = await mount_tools(cache={"max_closed_blocks": 1})
     seen: list[tuple[str, dict[str, Any]]] = []
 
@@ -23,9 +25,9 @@ async def test_cache_tools_emit_written_closed_evicted_and_packed_events(mount_t
     for event in CACHE_EVENTS:
         coordinator.hooks.register(event, record, name=f"test-{event}")
     for fact in DISTINCT_FACTS[:2]:
-        output_of(await tools["cache_write"].execute({"kind": "fact", "content": fact}))
-        output_of(await tools["cache_compact"].execute({}))
-    output_of(await tools["cache_pack"].execute({}))
+        await call(tools["cache_write"], {"kind": "fact", "content": fact})
+        await call(tools["cache_compact"], {})
+    await call(tools["cache_pack"], {})
     names = [name for name, _ in seen]
     assert names.count("cache:written") == 2
     assert names.count("cache:block_closed") == 2

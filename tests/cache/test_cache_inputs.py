@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from memory_helpers import error_of, output_of, runtime_tools
 
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
@@ -50,16 +49,23 @@ BAD_INPUTS: list[tuple[str, dict[str, Any], str]] = [
 
 @pytest.mark.parametrize(("tool", "args", "message"), BAD_INPUTS, ids=[f"{t}-{m}" for t, _, m in BAD_INPUTS])
 async def test_bad_input_is_a_failed_result_naming_the_field(
-    make_runtime: Callable[..., AgentMemory], tool: str, args: dict[str, Any], message: str
+    make_runtime: Callable[..., AgentMemory],
+    tool: str,
+    args: dict[str, Any],
+    message: str,
+    call: Any,
+    runtime_tools: Any,
 ) -> None:
     tools = runtime_tools(make_runtime())
-    error = error_of(await tools[tool].execute(args))
+    error = await call.error(tools[tool], args)
     assert message in error["message"]
     assert error["message"].startswith(tool)
 
 
-async def test_bad_write_stores_nothing(make_runtime: Callable[..., AgentMemory]) -> None:
+async def test_bad_write_stores_nothing(
+    make_runtime: Callable[..., AgentMemory], call: Any, runtime_tools: Any
+) -> None:
     tools = runtime_tools(make_runtime())
-    error_of(await tools["cache_write"].execute({"kind": "fact", "content": "keep me", "importance": 2}))
-    out = output_of(await tools["cache_pack"].execute({}))
+    await call.error(tools["cache_write"], {"kind": "fact", "content": "keep me", "importance": 2})
+    out = await call(tools["cache_pack"], {})
     assert out["version"] == 0 and "facts" not in out

@@ -11,10 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from cache_helpers import cache_service, note, pack, rendered_tokens
+from data import DISTINCT_FACTS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from memory_helpers import DISTINCT_FACTS, ManualClock
 
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 from amplifier_module_tool_agent_memory.tokens import count_tokens
@@ -69,10 +68,15 @@ def _fits_alone(item: Modelled, out: dict[str, Any], budget: int) -> bool:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=ops, budget=budgets, with_query=st.booleans())
 def test_pack_respects_budget_expiry_eviction_and_warnings(
-    make_runtime: Callable[..., AgentMemory], ops: list[tuple[Any, ...]], budget: int, with_query: bool
+    make_runtime: Callable[..., AgentMemory],
+    ops: list[tuple[Any, ...]],
+    budget: int,
+    with_query: bool,
+    make_cache: Any,
+    make_clock: Any,
 ) -> None:
-    clock = ManualClock()
-    svc = cache_service(make_runtime, clock, identity=f"prop{next(_identities)}", max_closed_blocks=2)
+    clock = make_clock()
+    svc = make_cache(identity=f"prop{next(_identities)}", max_closed_blocks=2, clock=clock)
     model: dict[str, Modelled] = {}
     for n, op in enumerate(ops):
         if op[0] == "wait":
@@ -83,7 +87,7 @@ def test_pack_respects_budget_expiry_eviction_and_warnings(
             _, kind, fact, importance, ttl, ref = op
             content = f"{DISTINCT_FACTS[fact]} (note {n})"
             fields: dict[str, Any] = {"importance": importance, "ttl_minutes": ttl, "file_ref": ref}
-            out = note(svc, content, kind, **{k: v for k, v in fields.items() if v is not None})
+            out = svc.note(content, kind, **{k: v for k, v in fields.items() if v is not None})
             if "superseded" in out:
                 # A write that changes a live item's value replaces it: the older is no longer live.
                 model.pop(out["superseded"]["item_id"], None)
@@ -97,9 +101,9 @@ def test_pack_respects_budget_expiry_eviction_and_warnings(
                 model[out["item_id"]] = Modelled(
                     line, kind, importance, DEFAULT_TTL if ttl is None else ttl, clock.now, ref
                 )
-    out = pack(svc, token_budget=budget, **({"query": "deploy schedule and databases"} if with_query else {}))
+    out = svc.pack(token_budget=budget, **({"query": "deploy schedule and databases"} if with_query else {}))
 
-    assert out["token_count"] == rendered_tokens(out) <= budget
+    assert out["token_count"] == make_cache.rendered_tokens(out) <= budget
     by_line = {m.line: (item_id, m) for item_id, m in model.items()}
     shown = [line for k in ("facts", "decisions", "snippets", "warnings") for line in out.get(k, [])]
     stored = {str(r.id) for r in svc.coll.retrieve([by_line[line][0] for line in shown])}

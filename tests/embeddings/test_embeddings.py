@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_helpers import error_of
 
 from amplifier_module_tool_agent_memory.config import EmbeddingConfig
 from amplifier_module_tool_agent_memory.embeddings.providers import (
@@ -114,12 +113,12 @@ def test_a_missing_model_file_is_refused(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 async def test_a_corrupted_model_reaches_the_tool_as_an_embedding_error(
-    mount_tools: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    mount_tools: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call: Any
 ) -> None:
     monkeypatch.setenv(MODEL_PATH_ENV, str(_corrupted_copy(tmp_path)))
     # A config no other test uses, so the process-wide cache holds no already loaded model for it.
     tools, _ = await mount_tools(embeddings={"query_cache_size": 17})
-    error = error_of(await tools["memory_store"].execute({"content": "anything"}))
+    error = await call.error(tools["memory_store"], {"content": "anything"})
     assert error["type"] == "embedding_error"
     assert "sha256" in error["message"]
 

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_helpers import error_of, output_of, runtime_tools
 
 from amplifier_module_tool_agent_memory.config import EmbeddingConfig
 from amplifier_module_tool_agent_memory.embeddings.providers import LOCAL_MODEL_ID, CachedEmbedder, get_embedder
@@ -133,23 +132,23 @@ def openai_config(server: EmbeddingServer, **overrides: Any) -> dict[str, Any]:
 
 
 async def test_store_and_search_round_trip_through_the_openai_provider(
-    mount_tools: Callable[..., Any], server: EmbeddingServer
+    mount_tools: Callable[..., Any], server: EmbeddingServer, call: Any
 ) -> None:
     tools, _ = await mount_tools(embeddings=openai_config(server))
     invoices = "The billing service stores invoices in PostgreSQL"
-    stored = output_of(await tools["memory_store"].execute({"content": invoices}))
-    output_of(await tools["memory_store"].execute({"content": "The office plants are watered on Mondays"}))
-    found = output_of(await tools["memory_search"].execute({"query": "which database holds the invoices?"}))
+    stored = await call(tools["memory_store"], {"content": invoices})
+    await call(tools["memory_store"], {"content": "The office plants are watered on Mondays"})
+    found = await call(tools["memory_search"], {"query": "which database holds the invoices?"})
     assert found["results"][0]["id"] == stored["id"]
     assert len(server.requests) >= 3
     assert {r["model"] for r in server.requests} == {SERVED_MODEL}
 
 
 async def test_the_store_records_the_openai_model(
-    mount_tools: Callable[..., Any], server: EmbeddingServer, root: Path
+    mount_tools: Callable[..., Any], server: EmbeddingServer, root: Path, call: Any
 ) -> None:
     tools, _ = await mount_tools(embeddings=openai_config(server))
-    output_of(await tools["memory_store"].execute({"content": "hello"}))
+    await call(tools["memory_store"], {"content": "hello"})
     meta = json.loads((root / "alice" / "store.json").read_text())
     assert (meta["model_id"], meta["dim"]) == ("openai:all-MiniLM-L6-v2", 384)
 
@@ -174,14 +173,18 @@ def test_the_openai_provider_batches_requests(server: EmbeddingServer) -> None:
 
 
 async def test_a_store_written_by_openai_refuses_the_local_model(
-    mount_tools: Callable[..., Any], make_runtime: Callable[..., AgentMemory], server: EmbeddingServer
+    mount_tools: Callable[..., Any],
+    make_runtime: Callable[..., AgentMemory],
+    server: EmbeddingServer,
+    call: Any,
+    runtime_tools: Any,
 ) -> None:
     remote = make_runtime(embeddings=openai_config(server))
-    output_of(await runtime_tools(remote)["memory_store"].execute({"content": "hello from openai"}))
+    await call(runtime_tools(remote)["memory_store"], {"content": "hello from openai"})
     remote.close()
 
     local, _ = await mount_tools()
-    error = error_of(await local["memory_search"].execute({"query": "hello"}))
+    error = await call.error(local["memory_search"], {"query": "hello"})
     assert error["type"] == "model_mismatch"
     assert "'openai:all-MiniLM-L6-v2' (dim 384)" in error["message"]
     assert f"'{LOCAL_MODEL_ID}' (dim 384)" in error["message"]
@@ -189,51 +192,49 @@ async def test_a_store_written_by_openai_refuses_the_local_model(
 
 
 async def test_a_store_written_locally_refuses_the_openai_provider(
-    make_runtime: Callable[..., AgentMemory], server: EmbeddingServer
+    make_runtime: Callable[..., AgentMemory], server: EmbeddingServer, call: Any, runtime_tools: Any
 ) -> None:
     local = make_runtime()
-    output_of(await runtime_tools(local)["memory_store"].execute({"content": "hello from local"}))
+    await call(runtime_tools(local)["memory_store"], {"content": "hello from local"})
     local.close()
-    error = error_of(
-        await runtime_tools(make_runtime(embeddings=openai_config(server)))["memory_list"].execute({})
-    )
+    error = await call.error(runtime_tools(make_runtime(embeddings=openai_config(server)))["memory_list"], {})
     assert error["type"] == "model_mismatch"
     assert "openai:all-MiniLM-L6-v2" in error["message"] and LOCAL_MODEL_ID in error["message"]
 
 
 async def test_a_wrong_configured_dimension_is_a_clear_embedding_error(
-    make_runtime: Callable[..., AgentMemory], server: EmbeddingServer
+    make_runtime: Callable[..., AgentMemory], server: EmbeddingServer, call: Any, runtime_tools: Any
 ) -> None:
     tools = runtime_tools(make_runtime(embeddings=openai_config(server, dimensions=256)))
-    error = error_of(await tools["memory_store"].execute({"content": "hello"}))
+    error = await call.error(tools["memory_store"], {"content": "hello"})
     assert error["type"] == "embedding_error"
     assert "384-dimensional" in error["message"] and "256" in error["message"]
     assert "embeddings.dimensions" in error["message"]
 
 
 async def test_a_server_answering_with_the_wrong_size_is_refused(
-    make_runtime: Callable[..., AgentMemory], server: EmbeddingServer
+    make_runtime: Callable[..., AgentMemory], server: EmbeddingServer, call: Any, runtime_tools: Any
 ) -> None:
     tools = runtime_tools(make_runtime(embeddings=openai_config(server, query_cache_size=5)))
-    output_of(await tools["memory_store"].execute({"content": "stored while the server was right"}))
+    await call(tools["memory_store"], {"content": "stored while the server was right"})
     server.truncate_to = 100
-    error = error_of(await tools["memory_store"].execute({"content": "stored while the server is wrong"}))
+    error = await call.error(tools["memory_store"], {"content": "stored while the server is wrong"})
     assert error["type"] == "embedding_error"
     assert "100-dimensional" in error["message"]
 
 
 async def test_the_dimension_is_probed_when_not_configured(
-    make_runtime: Callable[..., AgentMemory], server: EmbeddingServer, root: Path
+    make_runtime: Callable[..., AgentMemory], server: EmbeddingServer, root: Path, call: Any, runtime_tools: Any
 ) -> None:
     config = openai_config(server)
     del config["dimensions"]
     tools = runtime_tools(make_runtime(embeddings=config))
-    output_of(await tools["memory_store"].execute({"content": "hello"}))
+    await call(tools["memory_store"], {"content": "hello"})
     assert json.loads((root / "alice" / "store.json").read_text())["dim"] == 384
 
 
 async def test_an_unreachable_server_is_an_embedding_error(
-    mount_tools: Callable[..., Any], server: EmbeddingServer
+    mount_tools: Callable[..., Any], server: EmbeddingServer, call: Any
 ) -> None:
     import socket
 
@@ -242,25 +243,27 @@ async def test_an_unreachable_server_is_an_embedding_error(
         closed_port = probe.getsockname()[1]
     config = openai_config(server, base_url=f"http://127.0.0.1:{closed_port}/v1", timeout_s=2)
     tools, _ = await mount_tools(embeddings=config)
-    error = error_of(await tools["memory_store"].execute({"content": "hello"}))
+    error = await call.error(tools["memory_store"], {"content": "hello"})
     assert error["type"] == "embedding_error"
     assert "embedding request to 'all-MiniLM-L6-v2' failed" in error["message"]
 
 
-async def test_a_wrong_api_key_is_an_embedding_error(mount_tools: Callable[..., Any], server: EmbeddingServer) -> None:
+async def test_a_wrong_api_key_is_an_embedding_error(
+    mount_tools: Callable[..., Any], server: EmbeddingServer, call: Any
+) -> None:
     tools, _ = await mount_tools(embeddings=openai_config(server, api_key="wrong"))
-    error = error_of(await tools["memory_store"].execute({"content": "hello"}))
+    error = await call.error(tools["memory_store"], {"content": "hello"})
     assert error["type"] == "embedding_error"
     assert "Incorrect API key" in error["message"]
 
 
 async def test_a_shortened_text_embedding_3_model_asks_the_server_for_that_size(
-    make_runtime: Callable[..., AgentMemory], server: EmbeddingServer, root: Path
+    make_runtime: Callable[..., AgentMemory], server: EmbeddingServer, root: Path, call: Any, runtime_tools: Any
 ) -> None:
     config = openai_config(server, model=SHORTENABLE_MODEL, dimensions=128)
     tools = runtime_tools(make_runtime(embeddings=config))
-    stored = output_of(await tools["memory_store"].execute({"content": "The billing service stores invoices"}))
-    found = output_of(await tools["memory_search"].execute({"query": "where are invoices stored?"}))
+    stored = await call(tools["memory_store"], {"content": "The billing service stores invoices"})
+    found = await call(tools["memory_search"], {"query": "where are invoices stored?"})
     assert found["results"][0]["id"] == stored["id"]
     assert {r.get("dimensions") for r in server.requests} == {128}
     meta = json.loads((root / "alice" / "store.json").read_text())
@@ -268,9 +271,9 @@ async def test_a_shortened_text_embedding_3_model_asks_the_server_for_that_size(
 
 
 async def test_dimensions_are_not_sent_to_models_that_cannot_shorten(
-    mount_tools: Callable[..., Any], server: EmbeddingServer
+    mount_tools: Callable[..., Any], server: EmbeddingServer, call: Any
 ) -> None:
     tools, _ = await mount_tools(embeddings=openai_config(server))
-    output_of(await tools["memory_store"].execute({"content": "hello"}))
+    await call(tools["memory_store"], {"content": "hello"})
     assert server.requests
     assert all("dimensions" not in r for r in server.requests)

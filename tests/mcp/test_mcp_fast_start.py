@@ -22,7 +22,6 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
-from mcp_helpers import server_params
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from amplifier_module_tool_agent_memory.cli.mcp import INSTALL_HINT, make_front, serve
@@ -271,7 +270,9 @@ def test_requests_queued_and_in_flight_are_handed_to_the_sdk(make_runtime: Calla
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-async def test_a_call_right_after_initialize_waits_for_the_sdk_and_gets_its_answer(tmp_path: Path) -> None:
+async def test_a_call_right_after_initialize_waits_for_the_sdk_and_gets_its_answer(
+    tmp_path: Path, server_params: Any
+) -> None:
     """Over stdio with the SDK's own client: the call the client makes as soon as it is initialized is
     queued by the front (its stderr says so) and answered by the SDK; the tools carry their annotations."""
     stderr_path = tmp_path / "server.stderr"
@@ -312,7 +313,9 @@ sys.exit(main(["mcp", "--identity", "alice", "--root", sys.argv[1]]))
 
 
 @pytest.mark.timeout(600)
-async def test_when_the_sdk_fails_to_import_calls_get_an_error_naming_the_install(tmp_path: Path) -> None:
+async def test_when_the_sdk_fails_to_import_calls_get_an_error_naming_the_install(
+    tmp_path: Path, server_params: Any
+) -> None:
     params = server_params(tmp_path)
     broken = StdioServerParameters(command=sys.executable, args=["-c", _BLOCK_THE_SDK, str(tmp_path)], env=params.env)
     async with stdio_client(broken) as (read, write), ClientSession(read, write) as session:

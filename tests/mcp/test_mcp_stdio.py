@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from data import SECRET
 from mcp import ClientSession, stdio_client
 from mcp.shared.exceptions import MCPError
-from mcp_helpers import SECRET, comparable, events_in, scenario, server_params
 
 from amplifier_module_tool_agent_memory.amplifier.tools import build_tools
 from amplifier_module_tool_agent_memory.cli.mcp import EVENT_LOGGER, event_line
@@ -39,11 +39,11 @@ def _answer(result: Any) -> tuple[bool, dict[str, Any]]:
     return True, result.structured_content
 
 
-async def _amplifier_run(runtime: AgentMemory) -> list[tuple[bool, dict[str, Any]]]:
+async def _amplifier_run(scenario: list[Any], runtime: AgentMemory) -> list[tuple[bool, dict[str, Any]]]:
     tools = {tool.name: tool for tool in build_tools(runtime)}
     outputs: dict[str, dict[str, Any]] = {}
     answers = []
-    for step in scenario():
+    for step in scenario:
         result = await tools[step.tool].execute(step.args(outputs))
         body = result.output if result.success else result.error
         assert isinstance(body, dict)
@@ -55,10 +55,16 @@ async def _amplifier_run(runtime: AgentMemory) -> list[tuple[bool, dict[str, Any
 
 @pytest.mark.timeout(1200)  # a subprocess and the in-process face each load the model
 async def test_every_tool_answers_over_stdio_as_in_amplifier(
-    tmp_path: Path, make_runtime: Callable[..., AgentMemory], caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
+    make_runtime: Callable[..., AgentMemory],
+    caplog: pytest.LogCaptureFixture,
+    comparable: Any,
+    events_in: Any,
+    scenario: Any,
+    server_params: Any,
 ) -> None:
-    steps = scenario()
-    assert {step.tool for step in steps} == set(TOOLS_BY_NAME), "add a step for every tool to tests/mcp_helpers.py"
+    steps = scenario
+    assert {step.tool for step in steps} == set(TOOLS_BY_NAME), "add a step for every tool to data.SCENARIO"
     stderr_path = tmp_path / "server.stderr"
     mcp_answers: list[tuple[bool, dict[str, Any]]] = []
     with stderr_path.open("w") as errlog:
@@ -116,7 +122,7 @@ async def test_every_tool_answers_over_stdio_as_in_amplifier(
 
     # The same scenario through the Amplifier face, on its own store.
     caplog.set_level(logging.INFO, logger=EVENT_LOGGER)
-    amplifier_answers = await _amplifier_run(make_runtime("alice"))
+    amplifier_answers = await _amplifier_run(scenario, make_runtime("alice"))
     for step, (mcp_ok, mcp_body), (amp_ok, amp_body) in zip(steps, mcp_answers, amplifier_answers, strict=True):
         assert (mcp_ok, comparable(mcp_body)) == (amp_ok, comparable(amp_body)), step.label
 
@@ -143,7 +149,7 @@ async def test_every_tool_answers_over_stdio_as_in_amplifier(
 
 
 async def test_resources_serve_only_the_servers_own_identity(
-    tmp_path: Path, make_runtime: Callable[..., AgentMemory], root: Path
+    tmp_path: Path, make_runtime: Callable[..., AgentMemory], root: Path, server_params: Any
 ) -> None:
     from amplifier_module_tool_agent_memory.memory.models import MemoryStoreInput
 
@@ -166,7 +172,7 @@ async def test_resources_serve_only_the_servers_own_identity(
         assert not any(bobs_id in r.uri for r in page.resources)
 
 
-async def test_an_invalid_argument_is_an_error_result_naming_the_field(tmp_path: Path) -> None:
+async def test_an_invalid_argument_is_an_error_result_naming_the_field(tmp_path: Path, server_params: Any) -> None:
     async with stdio_client(server_params(tmp_path)) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         result = await session.call_tool("memory_search", {"query": "billing", "limit": "many"})
@@ -178,7 +184,7 @@ async def test_an_invalid_argument_is_an_error_result_naming_the_field(tmp_path:
             await session.call_tool("memory_delete_everything", {})
 
 
-def test_stdout_carries_only_the_protocol(tmp_path: Path) -> None:
+def test_stdout_carries_only_the_protocol(tmp_path: Path, server_params: Any) -> None:
     """Raw stdio, no SDK: every line the server writes on stdout is a JSON-RPC message; logs go to stderr."""
     requests = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from memory_helpers import ManualClock, output_of, runtime_tools
 
 from amplifier_module_tool_agent_memory.config import MemorySearchConfig
 from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedder
@@ -19,12 +18,12 @@ NEAR = "For the billing service we chose PostgreSQL."  # a restatement: cosine a
 OTHER = "We chose MySQL for the billing service."  # a change: cosine about 0.81 with ORIGINAL
 
 
-async def _store(tools: dict[str, Any], content: str, **fields: Any) -> dict[str, Any]:
-    return output_of(await tools["memory_store"].execute({"content": content, **fields}))
+async def _store(call: Any, tools: dict[str, Any], content: str, **fields: Any) -> dict[str, Any]:
+    return await call(tools["memory_store"], {"content": content, **fields})
 
 
-async def _count(tools: dict[str, Any]) -> int:
-    return int(output_of(await tools["memory_list"].execute({}))["count"])
+async def _count(call: Any, tools: dict[str, Any]) -> int:
+    return int((await call(tools["memory_list"], {}))["count"])
 
 
 def test_the_test_texts_are_compared_under_the_default_threshold(embedder: CachedEmbedder) -> None:
@@ -38,70 +37,70 @@ def test_the_test_texts_are_compared_under_the_default_threshold(embedder: Cache
     "variant",
     [ORIGINAL, ORIGINAL.upper(), f"  {ORIGINAL}  ", ORIGINAL.replace(" ", "\n\t "), ORIGINAL.lower()],
 )
-async def test_exact_duplicate_returns_the_existing_id(tools: dict[str, Any], variant: str) -> None:
-    first = await _store(tools, ORIGINAL, kind="decision")
-    again = await _store(tools, variant, kind="decision")
+async def test_exact_duplicate_returns_the_existing_id(tools: dict[str, Any], variant: str, call: Any) -> None:
+    first = await _store(call, tools, ORIGINAL, kind="decision")
+    again = await _store(call, tools, variant, kind="decision")
     assert again["id"] == first["id"]
     assert again["duplicate"] is True
     assert again["created"] is False
-    assert await _count(tools) == 1
+    assert await _count(call, tools) == 1
 
 
-async def test_exact_duplicate_keeps_the_original_text(tools: dict[str, Any]) -> None:
-    first = await _store(tools, ORIGINAL)
-    await _store(tools, ORIGINAL.upper())
-    memory = output_of(await tools["memory_get"].execute({"id": first["id"]}))["memory"]
+async def test_exact_duplicate_keeps_the_original_text(tools: dict[str, Any], call: Any) -> None:
+    first = await _store(call, tools, ORIGINAL)
+    await _store(call, tools, ORIGINAL.upper())
+    memory = (await call(tools["memory_get"], {"id": first["id"]}))["memory"]
     assert memory["content"] == ORIGINAL
 
 
 async def test_a_restatement_of_the_same_kind_refreshes_instead_of_adding(
-    timed_tools: dict[str, Any], clock: ManualClock
+    timed_tools: dict[str, Any], clock: Any, call: Any
 ) -> None:
-    first = await _store(timed_tools, ORIGINAL, kind="decision", importance=0.4)
+    first = await _store(call, timed_tools, ORIGINAL, kind="decision", importance=0.4)
     clock.advance(days=3)
-    near = await _store(timed_tools, NEAR, kind="decision", importance=0.8)
+    near = await _store(call, timed_tools, NEAR, kind="decision", importance=0.8)
     assert near["id"] == first["id"]
     assert (near["created"], near["duplicate"], near["near_duplicate"]) == (False, True, True)
     assert near["similarity"] >= 0.95
     assert "says the same" in near["note"]
-    assert await _count(timed_tools) == 1
-    memory = output_of(await timed_tools["memory_get"].execute({"id": first["id"]}))["memory"]
+    assert await _count(call, timed_tools) == 1
+    memory = (await call(timed_tools["memory_get"], {"id": first["id"]}))["memory"]
     assert memory["content"] == ORIGINAL
     assert memory["importance"] == 0.8
     assert memory["created_at"] == "2026-01-10T09:00:00.000000Z"
     assert memory["updated_at"] == "2026-01-13T09:00:00.000000Z"
 
 
-async def test_near_duplicate_never_lowers_importance(tools: dict[str, Any]) -> None:
-    first = await _store(tools, ORIGINAL, kind="decision", importance=0.9)
-    await _store(tools, NEAR, kind="decision", importance=0.1)
-    memory = output_of(await tools["memory_get"].execute({"id": first["id"]}))["memory"]
+async def test_near_duplicate_never_lowers_importance(tools: dict[str, Any], call: Any) -> None:
+    first = await _store(call, tools, ORIGINAL, kind="decision", importance=0.9)
+    await _store(call, tools, NEAR, kind="decision", importance=0.1)
+    memory = (await call(tools["memory_get"], {"id": first["id"]}))["memory"]
     assert memory["importance"] == 0.9
 
 
-async def test_near_duplicate_of_a_different_kind_is_stored_separately(tools: dict[str, Any]) -> None:
-    first = await _store(tools, ORIGINAL, kind="decision")
-    other = await _store(tools, NEAR, kind="fact")
+async def test_near_duplicate_of_a_different_kind_is_stored_separately(tools: dict[str, Any], call: Any) -> None:
+    first = await _store(call, tools, ORIGINAL, kind="decision")
+    other = await _store(call, tools, NEAR, kind="fact")
     assert other["created"] is True
     assert other["id"] != first["id"]
     assert "near_duplicate" not in other
-    assert await _count(tools) == 2
+    assert await _count(call, tools) == 2
 
 
-async def test_a_changed_memory_is_stored_separately(tools: dict[str, Any]) -> None:
-    first = await _store(tools, ORIGINAL, kind="decision")
-    other = await _store(tools, OTHER, kind="decision")
+async def test_a_changed_memory_is_stored_separately(tools: dict[str, Any], call: Any) -> None:
+    first = await _store(call, tools, ORIGINAL, kind="decision")
+    other = await _store(call, tools, OTHER, kind="decision")
     assert other["created"] is True
     assert other["id"] != first["id"]
-    assert await _count(tools) == 2
+    assert await _count(call, tools) == 2
 
 
-async def test_the_near_duplicate_threshold_is_configurable(mount_tools: Callable[..., Any]) -> None:
+async def test_the_near_duplicate_threshold_is_configurable(mount_tools: Callable[..., Any], call: Any) -> None:
     tools, _ = await mount_tools(memory={"near_duplicate_threshold": 0.995})
-    await _store(tools, ORIGINAL, kind="decision")
-    near = await _store(tools, NEAR, kind="decision")
+    await _store(call, tools, ORIGINAL, kind="decision")
+    near = await _store(call, tools, NEAR, kind="decision")
     assert near["created"] is True
-    assert await _count(tools) == 2
+    assert await _count(call, tools) == 2
 
 
 # A restatement the comparison decides is the same, at a cosine (about 0.83) under the 0.88 floor merges used
@@ -110,34 +109,36 @@ PREFERENCE = "I drink my coffee black."
 PREFERENCE_RESTATED = "Black coffee is how I drink it."
 
 
-async def test_a_decided_restatement_merges_whatever_its_cosine(tools: dict[str, Any]) -> None:
-    first = await _store(tools, PREFERENCE, kind="preference")
-    again = await _store(tools, PREFERENCE_RESTATED, kind="preference")
+async def test_a_decided_restatement_merges_whatever_its_cosine(tools: dict[str, Any], call: Any) -> None:
+    first = await _store(call, tools, PREFERENCE, kind="preference")
+    again = await _store(call, tools, PREFERENCE_RESTATED, kind="preference")
     assert again["id"] == first["id"]
     assert again["near_duplicate"] is True
     assert again["similarity"] < 0.88
 
 
-async def test_a_merged_restatement_keeps_its_wording_on_the_memory(tools: dict[str, Any]) -> None:
-    first = await _store(tools, ORIGINAL, kind="decision")
-    await _store(tools, NEAR, kind="decision")
-    memory = output_of(await tools["memory_get"].execute({"id": first["id"]}))["memory"]
+async def test_a_merged_restatement_keeps_its_wording_on_the_memory(tools: dict[str, Any], call: Any) -> None:
+    first = await _store(call, tools, ORIGINAL, kind="decision")
+    await _store(call, tools, NEAR, kind="decision")
+    memory = (await call(tools["memory_get"], {"id": first["id"]}))["memory"]
     assert (memory["content"], memory["restated"]) == (ORIGINAL, [NEAR])
 
 
-async def test_a_wording_is_kept_once(tools: dict[str, Any]) -> None:
-    first = await _store(tools, ORIGINAL, kind="decision")
-    await _store(tools, NEAR, kind="decision")
-    await _store(tools, NEAR.upper(), kind="decision")
-    memory = output_of(await tools["memory_get"].execute({"id": first["id"]}))["memory"]
+async def test_a_wording_is_kept_once(tools: dict[str, Any], call: Any) -> None:
+    first = await _store(call, tools, ORIGINAL, kind="decision")
+    await _store(call, tools, NEAR, kind="decision")
+    await _store(call, tools, NEAR.upper(), kind="decision")
+    memory = (await call(tools["memory_get"], {"id": first["id"]}))["memory"]
     assert memory["restated"] == [NEAR]
 
 
-async def test_export_and_import_keep_the_restated_wordings(make_runtime: Callable[..., AgentMemory]) -> None:
+async def test_export_and_import_keep_the_restated_wordings(
+    make_runtime: Callable[..., AgentMemory], call: Any, runtime_tools: Any
+) -> None:
     source = make_runtime()
-    first = await _store(runtime_tools(source), ORIGINAL, kind="decision")
-    await _store(runtime_tools(source), NEAR, kind="decision")
+    first = await _store(call, runtime_tools(source), ORIGINAL, kind="decision")
+    await _store(call, runtime_tools(source), NEAR, kind="decision")
     target = make_runtime(identity="bob")
     target.memory().import_records(list(source.memory().export()))
-    memory = output_of(await runtime_tools(target)["memory_get"].execute({"id": first["id"]}))["memory"]
+    memory = (await call(runtime_tools(target)["memory_get"], {"id": first["id"]}))["memory"]
     assert memory["restated"] == [NEAR]

@@ -12,11 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cache_helpers import cache_service, note, pack, packed_texts
-from memory_helpers import ManualClock, output_of
-from memory_helpers import get_memory as get
-from memory_helpers import store_memory as store
-
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
 MARKETING_WIKI = "The marketing wiki is hosted on Confluence."
@@ -45,120 +40,124 @@ NEW_PHONE = "My new phone number is 555-9876."
 
 
 
-async def test_another_thing_with_the_same_value_is_stored_unlinked(tools: dict[str, Any]) -> None:
-    first = await store(tools, MARKETING_WIKI)
-    second = await store(tools, ENGINEERING_WIKI)
+async def test_another_thing_with_the_same_value_is_stored_unlinked(tools: dict[str, Any], call: Any) -> None:
+    first = await call.store(tools, MARKETING_WIKI)
+    second = await call.store(tools, ENGINEERING_WIKI)
     assert second["created"] is True and second["id"] != first["id"]
     assert "superseded" not in second
-    assert "superseded_by" not in await get(tools, first["id"])
-    assert "supersedes" not in await get(tools, second["id"])
+    assert "superseded_by" not in await call.get(tools, first["id"])
+    assert "supersedes" not in await call.get(tools, second["id"])
 
 
-async def test_another_person_with_the_same_value_is_stored_unlinked(tools: dict[str, Any]) -> None:
-    first = await store(tools, BROTHER)
-    second = await store(tools, COUSIN)
+async def test_another_person_with_the_same_value_is_stored_unlinked(tools: dict[str, Any], call: Any) -> None:
+    first = await call.store(tools, BROTHER)
+    second = await call.store(tools, COUSIN)
     assert second["created"] is True and "superseded" not in second
-    assert "superseded_by" not in await get(tools, first["id"])
+    assert "superseded_by" not in await call.get(tools, first["id"])
 
 
-async def test_a_preference_of_someone_else_does_not_supersede_mine(tools: dict[str, Any]) -> None:
-    mine = await store(tools, ME_OAT, kind="preference")
-    theirs = await store(tools, HUSBAND_OAT, kind="preference")
+async def test_a_preference_of_someone_else_does_not_supersede_mine(tools: dict[str, Any], call: Any) -> None:
+    mine = await call.store(tools, ME_OAT, kind="preference")
+    theirs = await call.store(tools, HUSBAND_OAT, kind="preference")
     assert theirs["created"] is True and "superseded" not in theirs
-    assert "superseded_by" not in await get(tools, mine["id"])
+    assert "superseded_by" not in await call.get(tools, mine["id"])
 
 
-async def test_both_distinct_facts_are_found_first_by_their_own_subject(tools: dict[str, Any]) -> None:
-    marketing = await store(tools, MARKETING_WIKI)
-    engineering = await store(tools, ENGINEERING_WIKI)
+async def test_both_distinct_facts_are_found_first_by_their_own_subject(tools: dict[str, Any], call: Any) -> None:
+    marketing = await call.store(tools, MARKETING_WIKI)
+    engineering = await call.store(tools, ENGINEERING_WIKI)
     for query, wanted in (("marketing wiki hosting", marketing), ("engineering wiki hosting", engineering)):
-        results = output_of(await tools["memory_search"].execute({"query": query}))["results"]
+        results = (await call(tools["memory_search"], {"query": query}))["results"]
         assert results[0]["id"] == wanted["id"]
 
 
-async def test_a_new_value_of_the_same_subject_is_still_linked(tools: dict[str, Any]) -> None:
-    old = await store(tools, MARKETING_WIKI)
-    new = await store(tools, MARKETING_WIKI_MOVED)
+async def test_a_new_value_of_the_same_subject_is_still_linked(tools: dict[str, Any], call: Any) -> None:
+    old = await call.store(tools, MARKETING_WIKI)
+    new = await call.store(tools, MARKETING_WIKI_MOVED)
     assert new["superseded"]["id"] == old["id"]
 
 
-async def test_a_new_holder_of_a_role_is_still_linked(tools: dict[str, Any]) -> None:
+async def test_a_new_holder_of_a_role_is_still_linked(tools: dict[str, Any], call: Any) -> None:
     # "X leads the security team": the team is what the fact is about, the name its value.
-    old = await store(tools, LEAD_OMAR)
-    new = await store(tools, LEAD_NADIA)
+    old = await call.store(tools, LEAD_OMAR)
+    new = await call.store(tools, LEAD_NADIA)
     assert new["superseded"]["id"] == old["id"]
 
 
-async def test_another_subject_with_another_value_is_stored_unlinked(tools: dict[str, Any]) -> None:
-    billing = await store(tools, BILLING_GO)
-    reporting = await store(tools, REPORTING_GO)
+async def test_another_subject_with_another_value_is_stored_unlinked(tools: dict[str, Any], call: Any) -> None:
+    billing = await call.store(tools, BILLING_GO)
+    reporting = await call.store(tools, REPORTING_GO)
     assert reporting["created"] is True and "superseded" not in reporting
-    assert "superseded_by" not in await get(tools, billing["id"])
+    assert "superseded_by" not in await call.get(tools, billing["id"])
 
 
 async def test_a_new_value_of_the_same_subject_beside_another_subjects_fact_supersedes_its_own(
-    tools: dict[str, Any],
+    tools: dict[str, Any], call: Any,
 ) -> None:
-    billing = await store(tools, BILLING_GO)
-    await store(tools, REPORTING_GO)
-    upgraded = await store(tools, BILLING_GO_NEW)
+    billing = await call.store(tools, BILLING_GO)
+    await call.store(tools, REPORTING_GO)
+    upgraded = await call.store(tools, BILLING_GO_NEW)
     assert upgraded["superseded"]["id"] == billing["id"]
 
 
 async def test_a_restatement_merges_into_its_own_fact_not_into_another_subjects_chain(
-    tools: dict[str, Any],
+    tools: dict[str, Any], call: Any,
 ) -> None:
     # Were the test farm linked as an update of the build farm, the restatement would be compared with
     # the newest of that chain (the test farm) and linked to it instead of merging.
-    build = await store(tools, BUILD_FARM)
-    test_farm = await store(tools, TEST_FARM)
-    restated = await store(tools, BUILD_FARM_RESTATED)
+    build = await call.store(tools, BUILD_FARM)
+    test_farm = await call.store(tools, TEST_FARM)
+    restated = await call.store(tools, BUILD_FARM_RESTATED)
     assert "superseded" not in test_farm
     assert restated["id"] == build["id"] and restated["created"] is False
 
 
-async def test_a_new_holder_taking_over_as_the_role_is_linked(tools: dict[str, Any]) -> None:
-    old = await store(tools, CAPTAIN_INES)
-    new = await store(tools, CAPTAIN_BRUNO)
+async def test_a_new_holder_taking_over_as_the_role_is_linked(tools: dict[str, Any], call: Any) -> None:
+    old = await call.store(tools, CAPTAIN_INES)
+    new = await call.store(tools, CAPTAIN_BRUNO)
     assert new["superseded"]["id"] == old["id"]
 
 
-async def test_a_new_value_announced_with_new_in_the_subject_is_linked(tools: dict[str, Any]) -> None:
-    old = await store(tools, PHONE)
-    new = await store(tools, NEW_PHONE)
+async def test_a_new_value_announced_with_new_in_the_subject_is_linked(tools: dict[str, Any], call: Any) -> None:
+    old = await call.store(tools, PHONE)
+    new = await call.store(tools, NEW_PHONE)
     assert new["superseded"]["id"] == old["id"]
 
 
 def test_the_cache_packs_both_subjects_with_their_different_values(
-    make_runtime: Callable[..., AgentMemory],
+    make_runtime: Callable[..., AgentMemory], make_cache: Any, make_clock: Any,
 ) -> None:
-    svc = cache_service(make_runtime, ManualClock())
-    note(svc, BILLING_GO)
-    out = note(svc, REPORTING_GO)
+    svc = make_cache(clock=make_clock())
+    svc.note(BILLING_GO)
+    out = svc.note(REPORTING_GO)
     assert "superseded" not in out and out["merged"] is False
-    assert sorted(packed_texts(pack(svc))) == sorted([BILLING_GO, REPORTING_GO])
+    assert sorted(svc.packed_texts()) == sorted([BILLING_GO, REPORTING_GO])
 
 
-def test_the_cache_packs_both_distinct_facts(make_runtime: Callable[..., AgentMemory]) -> None:
-    svc = cache_service(make_runtime, ManualClock())
-    note(svc, MARKETING_WIKI)
-    out = note(svc, ENGINEERING_WIKI)
+def test_the_cache_packs_both_distinct_facts(
+    make_runtime: Callable[..., AgentMemory], make_cache: Any, make_clock: Any
+) -> None:
+    svc = make_cache(clock=make_clock())
+    svc.note(MARKETING_WIKI)
+    out = svc.note(ENGINEERING_WIKI)
     assert "superseded" not in out and out["merged"] is False
-    assert sorted(packed_texts(pack(svc))) == sorted([MARKETING_WIKI, ENGINEERING_WIKI])
+    assert sorted(svc.packed_texts()) == sorted([MARKETING_WIKI, ENGINEERING_WIKI])
 
 
 FERNS = "Water the ferns every 3 days."
 CACTI = "Water the cacti every 3 days."
 
 
-async def test_the_same_value_said_of_another_thing_is_not_linked(tools: dict[str, Any]) -> None:
-    await store(tools, FERNS, kind="preference")
-    cacti = await store(tools, CACTI, kind="preference")
+async def test_the_same_value_said_of_another_thing_is_not_linked(tools: dict[str, Any], call: Any) -> None:
+    await call.store(tools, FERNS, kind="preference")
+    cacti = await call.store(tools, CACTI, kind="preference")
     assert cacti["created"] is True and "superseded" not in cacti
 
 
-def test_the_cache_packs_the_same_value_said_of_two_things(make_runtime: Callable[..., AgentMemory]) -> None:
-    svc = cache_service(make_runtime, ManualClock())
-    note(svc, FERNS)
-    note(svc, CACTI)
-    assert sorted(packed_texts(pack(svc))) == sorted([FERNS, CACTI])
+def test_the_cache_packs_the_same_value_said_of_two_things(
+    make_runtime: Callable[..., AgentMemory], make_cache: Any, make_clock: Any
+) -> None:
+    svc = make_cache(clock=make_clock())
+    svc.note(FERNS)
+    svc.note(CACTI)
+    assert sorted(svc.packed_texts()) == sorted([FERNS, CACTI])

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from amplifier_core import AmplifierSession
-from memory_helpers import output_of
 
 import amplifier_module_tool_agent_memory as agent_memory
 
@@ -27,9 +26,9 @@ PRINTER_NEW = "The plotter on the third floor prints at 1200 dpi."
 UNRELATED = "The quarterly tax filing is due at the end of April."
 
 
-async def _store_both(provider: ScriptedProvider, root: Path, first: str, second: str, **config: Any) -> tuple[
-    dict[str, Any], dict[str, Any], dict[str, Any]
-]:
+async def _store_both(
+    call: Any, provider: ScriptedProvider, root: Path, first: str, second: str, **config: Any
+) -> tuple[ dict[str, Any], dict[str, Any], dict[str, Any] ]:
     """Store ``first`` then ``second`` with ``judge: provider``: (first answer, second answer, memory_list)."""
     session = AmplifierSession({"session": {"orchestrator": "loop-basic", "context": "context-simple"}})
     await session.coordinator.mount("providers", provider, name="scripted")
@@ -38,18 +37,18 @@ async def _store_both(provider: ScriptedProvider, root: Path, first: str, second
     )
     try:
         tools = session.coordinator.get("tools")
-        one = output_of(await tools["memory_store"].execute({"content": first, "kind": "fact"}))
-        two = output_of(await tools["memory_store"].execute({"content": second, "kind": "fact"}))
-        return one, two, output_of(await tools["memory_list"].execute({}))
+        one = await call(tools["memory_store"], {"content": first, "kind": "fact"})
+        two = await call(tools["memory_store"], {"content": second, "kind": "fact"})
+        return one, two, await call(tools["memory_list"], {})
     finally:
         await cleanup()
 
 
 async def test_the_provider_judging_an_update_links_it_and_is_named(
-    root: Path, scripted_provider: type[ScriptedProvider]
+    root: Path, scripted_provider: type[ScriptedProvider], call: Any
 ) -> None:
     provider = scripted_provider("UPDATE")
-    old, new, listed = await _store_both(provider, root, OLD, NEW)
+    old, new, listed = await _store_both(call, provider, root, OLD, NEW)
     assert new["created"] is True and "possible_updates" not in new
     assert new["superseded"]["id"] == old["id"] and new["superseded"]["judged_by"] == "provider"
     assert new["superseded"]["differences"] == [
@@ -64,50 +63,50 @@ async def test_the_provider_judging_an_update_links_it_and_is_named(
 
 
 async def test_the_provider_judging_the_same_merges_it_and_is_named(
-    root: Path, scripted_provider: type[ScriptedProvider]
+    root: Path, scripted_provider: type[ScriptedProvider], call: Any
 ) -> None:
-    old, new, listed = await _store_both(scripted_provider("Same."), root, OLD, NEW)
+    old, new, listed = await _store_both(call, scripted_provider("Same."), root, OLD, NEW)
     assert (new["created"], new["id"]) == (False, old["id"])
     assert new["merged"] == {"id": old["id"], "content": OLD, "wording": NEW, "judged_by": "provider"}
     assert listed["count"] == 1
 
 
 async def test_the_provider_judging_another_fact_offers_nothing(
-    root: Path, scripted_provider: type[ScriptedProvider]
+    root: Path, scripted_provider: type[ScriptedProvider], call: Any
 ) -> None:
-    old, new, listed = await _store_both(scripted_provider("DIFFERENT"), root, OLD, NEW)
+    old, new, listed = await _store_both(call, scripted_provider("DIFFERENT"), root, OLD, NEW)
     assert new["created"] is True and new["id"] != old["id"]
     assert not {"possible_updates", "superseded", "merged"} & new.keys()
     assert listed["count"] == 2
 
 
 async def test_a_failing_provider_falls_back_to_possible_updates(
-    root: Path, scripted_provider: type[ScriptedProvider]
+    root: Path, scripted_provider: type[ScriptedProvider], call: Any
 ) -> None:
-    old, new, _ = await _store_both(scripted_provider(None), root, OLD, NEW)
+    old, new, _ = await _store_both(call, scripted_provider(None), root, OLD, NEW)
     assert [p["id"] for p in new["possible_updates"]] == [old["id"]] and "superseded" not in new
 
 
 async def test_an_unclear_answer_falls_back_to_possible_updates(
-    root: Path, scripted_provider: type[ScriptedProvider]
+    root: Path, scripted_provider: type[ScriptedProvider], call: Any
 ) -> None:
-    old, new, _ = await _store_both(scripted_provider("It depends"), root, OLD, NEW)
+    old, new, _ = await _store_both(call, scripted_provider("It depends"), root, OLD, NEW)
     assert [p["id"] for p in new["possible_updates"]] == [old["id"]] and "superseded" not in new
 
 
 async def test_a_provider_past_its_timeout_falls_back_to_possible_updates(
-    root: Path, scripted_provider: type[ScriptedProvider]
+    root: Path, scripted_provider: type[ScriptedProvider], call: Any
 ) -> None:
-    old, new, _ = await _store_both(scripted_provider("UPDATE", delay=5.0), root, OLD, NEW, judge_timeout_s=0.2)
+    old, new, _ = await _store_both(call, scripted_provider("UPDATE", delay=5.0), root, OLD, NEW, judge_timeout_s=0.2)
     assert [p["id"] for p in new["possible_updates"]] == [old["id"]] and "superseded" not in new
 
 
 async def test_what_the_comparison_decides_never_asks_the_provider(
-    root: Path, scripted_provider: type[ScriptedProvider]
+    root: Path, scripted_provider: type[ScriptedProvider], call: Any
 ) -> None:
     provider = scripted_provider("SAME")
-    old, new, _ = await _store_both(provider, root, PRINTER_OLD, PRINTER_NEW)
+    old, new, _ = await _store_both(call, provider, root, PRINTER_OLD, PRINTER_NEW)
     assert new["superseded"]["id"] == old["id"] and "judged_by" not in new["superseded"]
-    _, other, _ = await _store_both(provider, root / "other", PRINTER_OLD, UNRELATED)
+    _, other, _ = await _store_both(call, provider, root / "other", PRINTER_OLD, UNRELATED)
     assert not {"possible_updates", "superseded", "merged"} & other.keys()
     assert provider.requests == []

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from memory_helpers import DISTINCT_FACTS, T0, output_of
+from data import DISTINCT_FACTS, T0
 
 from amplifier_module_tool_agent_memory.memory.ranking import RetrievalParams, boost_factor, rerank
 
@@ -98,24 +98,24 @@ KEYWORD_FACTS = (
 )
 
 
-async def _search_ids(tools: dict[str, Any], query: str) -> list[str]:
-    out = output_of(await tools["memory_search"].execute({"query": query, "limit": 5}))
+async def _search_ids(call: Any, tools: dict[str, Any], query: str) -> list[str]:
+    out = await call(tools["memory_search"], {"query": query, "limit": 5})
     return [r["id"] for r in out["results"]]
 
 
-async def test_a_code_only_the_keywords_know_finds_its_memory_first(timed_tools: dict[str, Any]) -> None:
+async def test_a_code_only_the_keywords_know_finds_its_memory_first(timed_tools: dict[str, Any], call: Any) -> None:
     ids = {}
     for text in (*DISTINCT_FACTS[:12], *KEYWORD_FACTS):
-        ids[text] = output_of(await timed_tools["memory_store"].execute({"content": text, "kind": "fact"}))["id"]
+        ids[text] = (await call(timed_tools["memory_store"], {"content": text, "kind": "fact"}))["id"]
     # Nothing but the identifier ties these queries to their memory; the embedding reads them as noise.
-    assert (await _search_ids(timed_tools, "ZX-4471"))[0] == ids[KEYWORD_FACTS[0]]
-    assert (await _search_ids(timed_tools, "what about zx-4471?"))[0] == ids[KEYWORD_FACTS[0]]
+    assert (await _search_ids(call, timed_tools, "ZX-4471"))[0] == ids[KEYWORD_FACTS[0]]
+    assert (await _search_ids(call, timed_tools, "what about zx-4471?"))[0] == ids[KEYWORD_FACTS[0]]
 
 
 @pytest.mark.edge_only("qdrant-client's local mode (the server's stand-in) does not stem its BM25 text index")
-async def test_another_form_of_a_keyword_finds_its_memory_first(timed_tools: dict[str, Any]) -> None:
+async def test_another_form_of_a_keyword_finds_its_memory_first(timed_tools: dict[str, Any], call: Any) -> None:
     ids = {}
     for text in (*DISTINCT_FACTS[:12], *KEYWORD_FACTS):
-        ids[text] = output_of(await timed_tools["memory_store"].execute({"content": text, "kind": "fact"}))["id"]
+        ids[text] = (await call(timed_tools["memory_store"], {"content": text, "kind": "fact"}))["id"]
     # Another form of the word: the BM25 fields are stemmed ("deploying" -> "deploy").
-    assert (await _search_ids(timed_tools, "who is deploying hotfixes"))[0] == ids[KEYWORD_FACTS[2]]
+    assert (await _search_ids(call, timed_tools, "who is deploying hotfixes"))[0] == ids[KEYWORD_FACTS[2]]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
-from memory_helpers import DISTINCT_FACTS, ManualClock
+from data import DISTINCT_FACTS
 
 from amplifier_module_tool_agent_memory.memory.models import MemorySearchInput, MemoryStoreInput
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
@@ -22,9 +23,9 @@ def test_search_without_limit_uses_the_configured_default(make_runtime: Callable
     assert len(rt.memory().search(MemorySearchInput(query="team decisions"))) == 3
 
 
-def test_date_only_until_includes_that_whole_day(make_runtime: Callable[..., AgentMemory]) -> None:
+def test_date_only_until_includes_that_whole_day(make_runtime: Callable[..., AgentMemory], make_clock: Any) -> None:
     rt = make_runtime()
-    clock = ManualClock(datetime(2026, 3, 5, 18, 30, tzinfo=UTC))
+    clock = make_clock(datetime(2026, 3, 5, 18, 30, tzinfo=UTC))
     rt.clock = clock
     _stored(rt, DISTINCT_FACTS[:1])
     clock.advance(days=1)
@@ -46,9 +47,9 @@ async def test_boolean_limit_is_refused(tools: dict[str, object]) -> None:
 
 
 
-def test_search_compares_no_pair_of_chat_excerpts(make_runtime: Callable[..., AgentMemory]) -> None:
+def test_search_compares_no_pair_of_chat_excerpts(make_runtime: Callable[..., AgentMemory], make_clock: Any) -> None:
     rt = make_runtime()
-    clock = ManualClock()
+    clock = make_clock()
     rt.clock = clock
     for remark in (
         "We went hiking on Saturday with Tom. The trail was muddy but the view from the top was great.",

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-
-from memory_helpers import output_of, runtime_tools
+from typing import Any
 
 from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedder
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
@@ -22,12 +21,12 @@ def _cosine(a: list[float], b: list[float]) -> float:
 
 
 async def test_a_stored_memory_holds_its_own_vector_and_its_context_windows(
-    make_runtime: Callable[..., AgentMemory], embedder: CachedEmbedder
+    make_runtime: Callable[..., AgentMemory], embedder: CachedEmbedder, call: Any, runtime_tools: Any
 ) -> None:
     rt = make_runtime()
     tools = runtime_tools(rt)
-    output_of(await tools["memory_store"].execute({"content": FIRST}))
-    memory_id = output_of(await tools["memory_store"].execute({"content": SECOND}))["id"]
+    await call(tools["memory_store"], {"content": FIRST})
+    memory_id = (await call(tools["memory_store"], {"content": SECOND}))["id"]
     [record] = rt.memory().coll.retrieve([memory_id], with_vector=True)
     [of_memory, of_window] = embedder.embed_documents([SECOND, f"{FIRST}\n{SECOND}"])
     assert _cosine(list(record.vector["dense"]), of_memory) > 0.99999

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from memory_helpers import DISTINCT_FACTS, error_of, output_of
+from data import DISTINCT_FACTS
 
 ID = "6f1c1f2e-0c1a-4c7e-9a49-3f7d3b0c2a11"
 
@@ -76,9 +76,9 @@ BAD_INPUT: list[tuple[str, Any, list[str]]] = [
     ids=[f"{tool}-{i}" for i, (tool, _, _) in enumerate(BAD_INPUT)],
 )
 async def test_bad_input_names_the_field_and_the_rule(
-    tools: dict[str, Any], tool: str, args: Any, fragments: list[str]
+    tools: dict[str, Any], tool: str, args: Any, fragments: list[str], call: Any
 ) -> None:
-    error = error_of(await tools[tool].execute(args))
+    error = await call.error(tools[tool], args)
     assert error["type"] == "invalid_input"
     assert error["message"].startswith(f"{tool}: ")
     for fragment in fragments:
@@ -86,15 +86,15 @@ async def test_bad_input_names_the_field_and_the_rule(
 
 
 @pytest.mark.parametrize("tool", ["memory_store", "memory_search", "memory_get", "memory_forget"])
-async def test_input_none_is_answered_with_the_missing_field(tools: dict[str, Any], tool: str) -> None:
-    error = error_of(await tools[tool].execute(None))
+async def test_input_none_is_answered_with_the_missing_field(tools: dict[str, Any], tool: str, call: Any) -> None:
+    error = await call.error(tools[tool], None)
     assert "is required" in error["message"]
 
 
-async def test_memory_list_with_input_none_lists_with_the_defaults(tools: dict[str, Any]) -> None:
+async def test_memory_list_with_input_none_lists_with_the_defaults(tools: dict[str, Any], call: Any) -> None:
     # More memories than the default page, so the defaults (20, newest first, a next page) show.
-    ids = [output_of(await tools["memory_store"].execute({"content": fact}))["id"] for fact in DISTINCT_FACTS[:22]]
-    page = output_of(await tools["memory_list"].execute(None))
+    ids = [(await call(tools["memory_store"], {"content": fact}))["id"] for fact in DISTINCT_FACTS[:22]]
+    page = await call(tools["memory_list"], None)
     assert page["count"] == 20
     assert [m["id"] for m in page["memories"]] == ids[::-1][:20]
     assert page["next_before"] is not None
@@ -102,31 +102,31 @@ async def test_memory_list_with_input_none_lists_with_the_defaults(tools: dict[s
 
 @pytest.mark.parametrize("tool", ["memory_store", "memory_search", "memory_get", "memory_forget", "memory_list"])
 @pytest.mark.parametrize("args", [["content", "x"], "content", 7])
-async def test_input_that_is_not_an_object_is_refused(tools: dict[str, Any], tool: str, args: Any) -> None:
-    error = error_of(await tools[tool].execute(args))
+async def test_input_that_is_not_an_object_is_refused(tools: dict[str, Any], tool: str, args: Any, call: Any) -> None:
+    error = await call.error(tools[tool], args)
     assert f"{tool} takes a JSON object, got {type(args).__name__}" in error["message"]
 
 
-async def test_host_keys_with_a_leading_underscore_are_ignored(tools: dict[str, Any]) -> None:
-    out = output_of(await tools["memory_store"].execute({"content": "The VPN needs MFA", "_tool_call_id": "call-1"}))
+async def test_host_keys_with_a_leading_underscore_are_ignored(tools: dict[str, Any], call: Any) -> None:
+    out = await call(tools["memory_store"], {"content": "The VPN needs MFA", "_tool_call_id": "call-1"})
     assert out["created"] is True
 
 
-async def test_several_broken_rules_are_all_named(tools: dict[str, Any]) -> None:
-    message = error_of(await tools["memory_store"].execute({"content": "", "importance": 2, "kind": "x"}))["message"]
+async def test_several_broken_rules_are_all_named(tools: dict[str, Any], call: Any) -> None:
+    message = (await call.error(tools["memory_store"], {"content": "", "importance": 2, "kind": "x"}))["message"]
     assert "'content'" in message and "'importance'" in message and "'kind'" in message
 
 
-async def test_bad_input_writes_nothing(tools: dict[str, Any]) -> None:
+async def test_bad_input_writes_nothing(tools: dict[str, Any], call: Any) -> None:
     for tool, args, _ in BAD_INPUT:
         if tool == "memory_store":
             assert not (await tools[tool].execute(args)).success
-    assert output_of(await tools["memory_list"].execute({}))["count"] == 0
+    assert (await call(tools["memory_list"], {}))["count"] == 0
     # The same tool with good input does write: the empty list above is the refusals', not a broken list.
-    output_of(await tools["memory_store"].execute({"content": "The VPN needs MFA"}))
-    assert output_of(await tools["memory_list"].execute({}))["count"] == 1
+    await call(tools["memory_store"], {"content": "The VPN needs MFA"})
+    assert (await call(tools["memory_list"], {}))["count"] == 1
 
 
-async def test_a_long_bad_value_is_shortened_in_the_message(tools: dict[str, Any]) -> None:
-    message = error_of(await tools["memory_store"].execute({"content": "x" * 10_001}))["message"]
+async def test_a_long_bad_value_is_shortened_in_the_message(tools: dict[str, Any], call: Any) -> None:
+    message = (await call.error(tools["memory_store"], {"content": "x" * 10_001}))["message"]
     assert len(message) < 300

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from memory_helpers import error_of, output_of
 
 PROMPT = "Make the player move faster"
 STEP = {"tool": "edit_file", "args": {"path": "src/Player.cs"}}
@@ -40,22 +39,24 @@ PLAN_ID = "2f1d9c7e-3b8a-4c1e-9f42-0a7d5e2b8c31"
         ({"prompt": PROMPT, "actions": [STEP], "score": 1}, "score", "not a known field"),
     ],
 )
-async def test_plan_store_refuses_bad_input(tools: dict[str, Any], args: dict[str, Any], field: str, rule: str) -> None:
-    err = error_of(await tools["plan_store"].execute(args))
+async def test_plan_store_refuses_bad_input(
+    tools: dict[str, Any], args: dict[str, Any], field: str, rule: str, call: Any
+) -> None:
+    err = await call.error(tools["plan_store"], args)
     assert err["type"] == "invalid_input"
     assert f"field '{field}'" in err["message"]
     assert rule in err["message"]
 
 
-async def test_a_plan_of_exactly_50_steps_is_accepted(tools: dict[str, Any]) -> None:
-    out = output_of(await tools["plan_store"].execute({"prompt": PROMPT, "actions": [STEP] * 50}))
+async def test_a_plan_of_exactly_50_steps_is_accepted(tools: dict[str, Any], call: Any) -> None:
+    out = await call(tools["plan_store"], {"prompt": PROMPT, "actions": [STEP] * 50})
     assert out["steps"] == 50
 
 
-async def test_a_refused_store_leaves_the_existing_plan_untouched(tools: dict[str, Any]) -> None:
-    output_of(await tools["plan_store"].execute({"prompt": PROMPT, "actions": [STEP]}))
-    error_of(await tools["plan_store"].execute({"prompt": PROMPT, "actions": []}))
-    hit = output_of(await tools["plan_lookup"].execute({"prompt": PROMPT}))
+async def test_a_refused_store_leaves_the_existing_plan_untouched(tools: dict[str, Any], call: Any) -> None:
+    await call(tools["plan_store"], {"prompt": PROMPT, "actions": [STEP]})
+    await call.error(tools["plan_store"], {"prompt": PROMPT, "actions": []})
+    hit = await call(tools["plan_lookup"], {"prompt": PROMPT})
     assert hit["actions"] == [STEP]
 
 
@@ -72,9 +73,9 @@ async def test_a_refused_store_leaves_the_existing_plan_untouched(tools: dict[st
     ],
 )
 async def test_plan_lookup_refuses_bad_input(
-    tools: dict[str, Any], args: dict[str, Any], field: str, rule: str
+    tools: dict[str, Any], args: dict[str, Any], field: str, rule: str, call: Any
 ) -> None:
-    err = error_of(await tools["plan_lookup"].execute(args))
+    err = await call.error(tools["plan_lookup"], args)
     assert err["type"] == "invalid_input"
     assert f"field '{field}'" in err["message"]
     assert rule in err["message"]
@@ -97,21 +98,21 @@ async def test_plan_lookup_refuses_bad_input(
     ],
 )
 async def test_plan_reward_refuses_bad_input(
-    tools: dict[str, Any], args: dict[str, Any], field: str, rule: str
+    tools: dict[str, Any], args: dict[str, Any], field: str, rule: str, call: Any
 ) -> None:
-    err = error_of(await tools["plan_reward"].execute(args))
+    err = await call.error(tools["plan_reward"], args)
     assert err["type"] == "invalid_input"
     assert f"field '{field}'" in err["message"]
     assert rule in err["message"]
 
 
-async def test_a_refused_reward_leaves_the_score_untouched(tools: dict[str, Any]) -> None:
-    plan_id = output_of(await tools["plan_store"].execute({"prompt": PROMPT, "actions": [STEP]}))["plan_id"]
-    error_of(await tools["plan_reward"].execute({"plan_id": plan_id, "success": True, "tool_failure": True}))
-    assert output_of(await tools["plan_lookup"].execute({"prompt": PROMPT}))["score"] == 1.0
+async def test_a_refused_reward_leaves_the_score_untouched(tools: dict[str, Any], call: Any) -> None:
+    plan_id = (await call(tools["plan_store"], {"prompt": PROMPT, "actions": [STEP]}))["plan_id"]
+    await call.error(tools["plan_reward"], {"plan_id": plan_id, "success": True, "tool_failure": True})
+    assert (await call(tools["plan_lookup"], {"prompt": PROMPT}))["score"] == 1.0
 
 
 @pytest.mark.parametrize("name", ["plan_store", "plan_lookup", "plan_reward"])
-async def test_non_object_input_is_refused(tools: dict[str, Any], name: str) -> None:
-    err = error_of(await tools[name].execute(["not", "an", "object"]))  # type: ignore[arg-type]
+async def test_non_object_input_is_refused(tools: dict[str, Any], name: str, call: Any) -> None:
+    err = await call.error(tools[name], ["not", "an", "object"])  # type: ignore[arg-type]
     assert "JSON object" in err["message"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_helpers import DISTINCT_FACTS
+from data import DISTINCT_FACTS
 
 from amplifier_module_tool_agent_memory.cache.models import CacheWriteInput
 from amplifier_module_tool_agent_memory.cache.service import CACHE

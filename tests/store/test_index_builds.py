@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_helpers import DISTINCT_FACTS
+from data import DISTINCT_FACTS
 
 from amplifier_module_tool_agent_memory.embeddings.providers import Embedder
 from amplifier_module_tool_agent_memory.memory import service as memory_service

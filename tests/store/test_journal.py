@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from memory_helpers import DISTINCT_FACTS
+from data import DISTINCT_FACTS
 
 from amplifier_module_tool_agent_memory.cli.main import main
 from amplifier_module_tool_agent_memory.cli.progress import Progress, wanted

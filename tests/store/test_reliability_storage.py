@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_helpers import DISTINCT_FACTS
+from data import DISTINCT_FACTS
 
 from amplifier_module_tool_agent_memory.cli.main import main
 from amplifier_module_tool_agent_memory.memory.models import MemoryStoreInput

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_helpers import DISTINCT_FACTS, SERVER, SERVER_URL, T0, ManualClock, error_of, output_of, runtime_tools
+from data import DISTINCT_FACTS, SERVER, SERVER_URL, T0
 from qdrant_client import QdrantClient
 from qdrant_client.http import models as qm
 
@@ -49,14 +49,14 @@ def collection_names(client: QdrantClient) -> set[str]:
     return {c.name for c in client.get_collections().collections}
 
 
-async def store(tools: dict[str, Any], content: str, **fields: Any) -> str:
-    out = output_of(await tools["memory_store"].execute({"content": content, **fields}))
+async def store(call: Any, tools: dict[str, Any], content: str, **fields: Any) -> str:
+    out = await call(tools["memory_store"], {"content": content, **fields})
     assert out["created"] is True, out
     return str(out["id"])
 
 
-async def search_contents(tools: dict[str, Any], query: str, **fields: Any) -> list[str]:
-    out = output_of(await tools["memory_search"].execute({"query": query, **fields}))
+async def search_contents(call: Any, tools: dict[str, Any], query: str, **fields: Any) -> list[str]:
+    out = await call(tools["memory_search"], {"query": query, **fields})
     return [r["content"] for r in out["results"]]
 
 
@@ -65,25 +65,25 @@ async def search_contents(tools: dict[str, Any], query: str, **fields: Any) -> l
 
 @pytest.mark.parametrize("storage", [{"backend": "server"}, {"backend": "server", "url": None}])
 async def test_server_backend_without_url_fails_every_tool_naming_the_field(
-    mount_tools: Callable[..., Any], storage: dict[str, Any]
+    mount_tools: Callable[..., Any], storage: dict[str, Any], call: Any
 ) -> None:
     tools, _ = await mount_tools(storage=storage)
     assert set(TOOL_NAMES) <= set(tools)
     for tool in tools.values():
-        err = error_of(await tool.execute({}))
+        err = await call.error(tool, {})
         assert err["type"] == "config_error"
         assert "storage.url" in err["message"] and "required when backend is 'server'" in err["message"]
 
 
-async def test_server_url_without_scheme_is_refused(mount_tools: Callable[..., Any]) -> None:
+async def test_server_url_without_scheme_is_refused(mount_tools: Callable[..., Any], call: Any) -> None:
     tools, _ = await mount_tools(storage={"backend": "server", "url": "localhost:6333"})
-    err = error_of(await tools["memory_store"].execute({"content": "x"}))
+    err = await call.error(tools["memory_store"], {"content": "x"})
     assert "storage.url" in err["message"] and "http://" in err["message"]
 
 
-async def test_collection_prefix_with_the_separator_is_refused(mount_tools: Callable[..., Any]) -> None:
+async def test_collection_prefix_with_the_separator_is_refused(mount_tools: Callable[..., Any], call: Any) -> None:
     tools, _ = await mount_tools(storage={"backend": "server", "url": URL, "collection_prefix": "team__a"})
-    err = error_of(await tools["memory_list"].execute({}))
+    err = await call.error(tools["memory_list"], {})
     assert "storage.collection_prefix" in err["message"] and "'__'" in err["message"]
 
 
@@ -94,98 +94,104 @@ def test_edge_stays_the_default_backend() -> None:
 # Long-term memory through the tools
 
 
-async def test_memory_round_trip_through_the_tools(server: Any, mount_tools: Callable[..., Any]) -> None:
+async def test_memory_round_trip_through_the_tools(server: Any, mount_tools: Callable[..., Any], call: Any) -> None:
     tools, _ = await mount_tools(**SERVER)
-    gateway = await store(tools, "The API gateway runs on port 8443", kind="fact", tags=["infra"])
-    billing = await store(tools, DISTINCT_FACTS[0])
+    gateway = await store(call, tools, "The API gateway runs on port 8443", kind="fact", tags=["infra"])
+    billing = await store(call, tools, DISTINCT_FACTS[0])
 
-    memory = output_of(await tools["memory_get"].execute({"id": gateway}))["memory"]
+    memory = (await call(tools["memory_get"], {"id": gateway}))["memory"]
     assert memory["content"] == "The API gateway runs on port 8443"
     assert memory["tags"] == ["infra"]
-    assert (await search_contents(tools, "which port does the gateway listen on"))[0] == memory["content"]
-    listed = output_of(await tools["memory_list"].execute({}))
+    assert (await search_contents(call, tools, "which port does the gateway listen on"))[0] == memory["content"]
+    listed = await call(tools["memory_list"], {})
     assert {m["id"] for m in listed["memories"]} == {gateway, billing}
 
-    deleted = output_of(await tools["memory_forget"].execute({"id": gateway}))["deleted"]
+    deleted = (await call(tools["memory_forget"], {"id": gateway}))["deleted"]
     assert deleted["id"] == gateway
-    assert error_of(await tools["memory_get"].execute({"id": gateway}))["type"] == "not_found"
-    assert "The API gateway runs on port 8443" not in await search_contents(tools, "gateway port")
+    assert (await call.error(tools["memory_get"], {"id": gateway}))["type"] == "not_found"
+    assert "The API gateway runs on port 8443" not in await search_contents(call, tools, "gateway port")
 
 
-async def test_an_exact_duplicate_is_merged(server: Any, mount_tools: Callable[..., Any]) -> None:
+async def test_an_exact_duplicate_is_merged(server: Any, mount_tools: Callable[..., Any], call: Any) -> None:
     tools, _ = await mount_tools(**SERVER)
-    first = await store(tools, "Deploys are frozen every Friday after 3pm.")
-    again = output_of(await tools["memory_store"].execute({"content": "deploys are frozen   every friday after 3pm."}))
+    first = await store(call, tools, "Deploys are frozen every Friday after 3pm.")
+    again = await call(tools["memory_store"], {"content": "deploys are frozen   every friday after 3pm."})
     assert again["duplicate"] is True and again["id"] == first
 
 
 async def test_search_filters_by_kind_tags_and_time(
-    server: Any, make_runtime: Callable[..., AgentMemory]
+    server: Any, make_runtime: Callable[..., AgentMemory], make_clock: Any, call: Any, runtime_tools: Any
 ) -> None:
-    clock = ManualClock()
+    clock = make_clock()
     rt = make_runtime(**SERVER)
     rt.clock = clock
     tools = runtime_tools(rt)
-    await store(tools, "We decided to drop support for Python 3.9 in March.", kind="decision", tags=["python"])
+    await store(call, tools, "We decided to drop support for Python 3.9 in March.", kind="decision", tags=["python"])
     clock.advance(days=2)
-    await store(tools, "The CI pipeline caches pip wheels between runs.", kind="fact", tags=["ci"])
+    await store(call, tools, "The CI pipeline caches pip wheels between runs.", kind="fact", tags=["ci"])
 
-    assert await search_contents(tools, "python pip", kind="decision") == [
+    assert await search_contents(call, tools, "python pip", kind="decision") == [
         "We decided to drop support for Python 3.9 in March."
     ]
     ci_fact = "The CI pipeline caches pip wheels between runs."
-    assert await search_contents(tools, "python pip", tags=["ci"]) == [ci_fact]
+    assert await search_contents(call, tools, "python pip", tags=["ci"]) == [ci_fact]
     since = (T0.replace(hour=12)).isoformat()
-    assert await search_contents(tools, "python pip", since=since) == [ci_fact]
+    assert await search_contents(call, tools, "python pip", since=since) == [ci_fact]
 
 
-async def test_list_pages_newest_first(server: Any, make_runtime: Callable[..., AgentMemory]) -> None:
-    clock = ManualClock()
+async def test_list_pages_newest_first(
+    server: Any, make_runtime: Callable[..., AgentMemory], call: Any, make_clock: Any, runtime_tools: Any
+) -> None:
+    clock = make_clock()
     rt = make_runtime(**SERVER)
     rt.clock = clock
     tools = runtime_tools(rt)
     for fact in DISTINCT_FACTS[:5]:
-        await store(tools, fact)
+        await store(call, tools, fact)
         clock.advance(minutes=1)
-    first = output_of(await tools["memory_list"].execute({"limit": 2}))
-    second = output_of(await tools["memory_list"].execute({"limit": 2, "before": first["next_before"]}))
-    rest = output_of(await tools["memory_list"].execute({"limit": 2, "before": second["next_before"]}))
+    first = await call(tools["memory_list"], {"limit": 2})
+    second = await call(tools["memory_list"], {"limit": 2, "before": first["next_before"]})
+    rest = await call(tools["memory_list"], {"limit": 2, "before": second["next_before"]})
     contents = [m["content"] for page in (first, second, rest) for m in page["memories"]]
     assert contents == list(reversed(DISTINCT_FACTS[:5]))
     assert rest["next_before"] is None
 
 
 async def test_search_ranks_like_the_embedded_store(
-    server: Any, make_runtime: Callable[..., AgentMemory]
+    server: Any, make_runtime: Callable[..., AgentMemory], runtime_tools: Any, call: Any
 ) -> None:
     edge = runtime_tools(make_runtime(identity="edge-twin"))
     remote = runtime_tools(make_runtime(identity="server-twin", **SERVER))
     for fact in DISTINCT_FACTS:
-        await store(edge, fact)
-        await store(remote, fact)
+        await store(call, edge, fact)
+        await store(call, remote, fact)
     for query in ("where do invoices live", "lunch allergy", "newsletter schedule", "password hashing", "Lisbon"):
-        assert (await search_contents(remote, query))[0] == (await search_contents(edge, query))[0], query
+        assert (await search_contents(call, remote, query))[0] == (await search_contents(call, edge, query))[0], query
 
 
-async def test_memories_survive_closing_every_handle(server: Any, make_runtime: Callable[..., AgentMemory]) -> None:
+async def test_memories_survive_closing_every_handle(
+    server: Any, make_runtime: Callable[..., AgentMemory], call: Any, runtime_tools: Any
+) -> None:
     first = make_runtime(**SERVER)
-    memory_id = await store(runtime_tools(first), DISTINCT_FACTS[3])
+    memory_id = await store(call, runtime_tools(first), DISTINCT_FACTS[3])
     first.close()
     assert open_server_store_count() == 0
 
     reopened = runtime_tools(make_runtime(**SERVER))
-    assert output_of(await reopened["memory_get"].execute({"id": memory_id}))["memory"]["content"] == DISTINCT_FACTS[3]
+    assert (await call(reopened["memory_get"], {"id": memory_id}))["memory"]["content"] == DISTINCT_FACTS[3]
 
 
 # Isolation on one shared server
 
 
 @pytest.fixture
-async def alice_and_bob(server: Any, mount_tools: Callable[..., Any]) -> tuple[dict[str, Any], dict[str, Any], str]:
+async def alice_and_bob(
+    server: Any, mount_tools: Callable[..., Any], call: Any
+) -> tuple[dict[str, Any], dict[str, Any], str]:
     alice, _ = await mount_tools(agent_identity="alice", **SERVER)
     bob, _ = await mount_tools(agent_identity="bob", **SERVER)
-    secret = await store(alice, "Alice's recovery phrase is kept in the blue folder")
-    await store(bob, "Bob waters the office plants on Mondays")
+    secret = await store(call, alice, "Alice's recovery phrase is kept in the blue folder")
+    await store(call, bob, "Bob waters the office plants on Mondays")
     return alice, bob, secret
 
 
@@ -194,27 +200,28 @@ async def test_each_identity_has_its_own_server_collections(alice_and_bob: Any, 
     assert {"agent_memory__alice__memories", "agent_memory__bob__memories"} <= names
 
 
-async def test_search_and_list_never_show_another_identitys_memory(alice_and_bob: Any) -> None:
+async def test_search_and_list_never_show_another_identitys_memory(alice_and_bob: Any, call: Any) -> None:
     _, bob, _ = alice_and_bob
-    assert "Alice's recovery phrase is kept in the blue folder" not in await search_contents(bob, "recovery phrase")
-    listed = output_of(await bob["memory_list"].execute({}))["memories"]
+    found = await search_contents(call, bob, "recovery phrase")
+    assert "Alice's recovery phrase is kept in the blue folder" not in found
+    listed = (await call(bob["memory_list"], {}))["memories"]
     assert [m["content"] for m in listed] == ["Bob waters the office plants on Mondays"]
 
 
-async def test_another_identitys_id_is_not_found_and_nothing_is_deleted(alice_and_bob: Any) -> None:
+async def test_another_identitys_id_is_not_found_and_nothing_is_deleted(alice_and_bob: Any, call: Any) -> None:
     alice, bob, secret = alice_and_bob
-    assert error_of(await bob["memory_get"].execute({"id": secret}))["type"] == "not_found"
-    assert error_of(await bob["memory_forget"].execute({"id": secret}))["type"] == "not_found"
-    assert output_of(await alice["memory_get"].execute({"id": secret}))["memory"]["id"] == secret
+    assert (await call.error(bob["memory_get"], {"id": secret}))["type"] == "not_found"
+    assert (await call.error(bob["memory_forget"], {"id": secret}))["type"] == "not_found"
+    assert (await call(alice["memory_get"], {"id": secret}))["memory"]["id"] == secret
 
 
 async def test_collection_prefixes_separate_deployments_of_one_identity(
-    server: Any, mount_tools: Callable[..., Any]
+    server: Any, mount_tools: Callable[..., Any], call: Any
 ) -> None:
     team_a, _ = await mount_tools(storage={"backend": "server", "url": URL, "collection_prefix": "team-a"})
     team_b, _ = await mount_tools(storage={"backend": "server", "url": URL, "collection_prefix": "team-b"})
-    await store(team_a, DISTINCT_FACTS[4])
-    assert output_of(await team_b["memory_list"].execute({}))["memories"] == []
+    await store(call, team_a, DISTINCT_FACTS[4])
+    assert (await call(team_b["memory_list"], {}))["memories"] == []
     assert {"team-a__alice__memories", "team-b__alice__memories"} <= collection_names(server())
 
 
@@ -222,7 +229,7 @@ async def test_collection_prefixes_separate_deployments_of_one_identity(
 
 
 async def test_a_store_written_with_another_model_is_refused(
-    server: Any, mount_tools: Callable[..., Any], embedder: CachedEmbedder
+    server: Any, mount_tools: Callable[..., Any], embedder: CachedEmbedder, call: Any
 ) -> None:
     config = StorageConfig(backend="server", url=URL)
     other = acquire_server_store(config, "alice", "other-embedding-model", embedder.dim)
@@ -230,7 +237,7 @@ async def test_a_store_written_with_another_model_is_refused(
     release_server_store(other)
 
     tools, _ = await mount_tools(**SERVER)
-    err = error_of(await tools["memory_store"].execute({"content": "anything"}))
+    err = await call.error(tools["memory_store"], {"content": "anything"})
     assert err["type"] == "model_mismatch"
     assert "other-embedding-model" in err["message"] and embedder.model_id in err["message"]
     assert "agent_memory__alice__memories" in err["message"]
@@ -264,7 +271,9 @@ def test_a_store_written_with_another_model_can_still_be_exported(
         exporter.close()
 
 
-async def test_a_foreign_collection_with_our_name_is_refused(server: Any, mount_tools: Callable[..., Any]) -> None:
+async def test_a_foreign_collection_with_our_name_is_refused(
+    server: Any, mount_tools: Callable[..., Any], call: Any
+) -> None:
     config = StorageConfig(backend="server", url=URL)
     store_ = acquire_server_store(config, "alice", "m", 4)
     vectors = qm.VectorParams(size=4, distance=qm.Distance.COSINE)
@@ -272,39 +281,41 @@ async def test_a_foreign_collection_with_our_name_is_refused(server: Any, mount_
     release_server_store(store_)
 
     tools, _ = await mount_tools(**SERVER)
-    err = error_of(await tools["memory_list"].execute({}))
+    err = await call.error(tools["memory_list"], {})
     assert err["type"] == "config_error" and "collection_prefix" in err["message"]
 
 
 # Cache and plans on the server
 
 
-async def test_cache_write_then_pack_round_trip(server: Any, make_runtime: Callable[..., AgentMemory]) -> None:
+async def test_cache_write_then_pack_round_trip(
+    server: Any, make_runtime: Callable[..., AgentMemory], call: Any, runtime_tools: Any
+) -> None:
     tools = runtime_tools(make_runtime(cache={"dedup_threshold": 1.0}, **SERVER))
-    output_of(await tools["cache_write"].execute({"kind": "decision", "content": "Use argon2id for password hashing"}))
-    output_of(await tools["cache_write"].execute({"kind": "warning", "content": "Never log request bodies"}))
-    pack = output_of(await tools["cache_pack"].execute({}))
+    await call(tools["cache_write"], {"kind": "decision", "content": "Use argon2id for password hashing"})
+    await call(tools["cache_write"], {"kind": "warning", "content": "Never log request bodies"})
+    pack = await call(tools["cache_pack"], {})
     assert any("argon2id" in line for line in pack["decisions"])
     assert any("request bodies" in line for line in pack["warnings"])
 
 
 async def test_cache_items_are_read_back_after_reopening(
-    server: Any, make_runtime: Callable[..., AgentMemory]
+    server: Any, make_runtime: Callable[..., AgentMemory], call: Any, runtime_tools: Any
 ) -> None:
     first = make_runtime(cache={"dedup_threshold": 1.0}, **SERVER)
-    output_of(await runtime_tools(first)["cache_write"].execute({"kind": "fact", "content": DISTINCT_FACTS[8]}))
+    await call(runtime_tools(first)["cache_write"], {"kind": "fact", "content": DISTINCT_FACTS[8]})
     first.close()
     reopened = runtime_tools(make_runtime(cache={"dedup_threshold": 1.0}, **SERVER))
-    pack = output_of(await reopened["cache_pack"].execute({}))
+    pack = await call(reopened["cache_pack"], {})
     assert any("warehouse" in line for line in pack["facts"])
 
 
-async def test_plan_store_then_lookup_hits(server: Any, mount_tools: Callable[..., Any]) -> None:
+async def test_plan_store_then_lookup_hits(server: Any, mount_tools: Callable[..., Any], call: Any) -> None:
     tools, _ = await mount_tools(**SERVER)
     actions = [{"tool": "edit_file", "args": {"path": "config/audio.json", "set": {"music_volume": 0.5}}}]
     prompt = "Set the background music volume to 50 percent"
-    stored = output_of(await tools["plan_store"].execute({"prompt": prompt, "actions": actions}))
-    hit = output_of(await tools["plan_lookup"].execute({"prompt": "set the background music volume to 50 percent."}))
+    stored = await call(tools["plan_store"], {"prompt": prompt, "actions": actions})
+    hit = await call(tools["plan_lookup"], {"prompt": "set the background music volume to 50 percent."})
     assert hit["hit"] is True and hit["plan_id"] == stored["plan_id"] and hit["actions"] == actions
 
 
@@ -324,25 +335,25 @@ def test_index_status_is_read_from_the_server_and_optimize_leaves_it_to_the_serv
 
 
 async def test_plan_index_status_and_build_go_through_the_server(
-    server: Any, make_runtime: Callable[..., AgentMemory]
+    server: Any, make_runtime: Callable[..., AgentMemory], call: Any, runtime_tools: Any
 ) -> None:
     rt = make_runtime(**SERVER)
     tools = runtime_tools(rt)
     prompt = "Make the player move faster"
     actions = [{"tool": "edit_file", "args": {"path": "src/Player.cs", "find": "5f", "replace": "7.5f"}}]
-    output_of(await tools["plan_store"].execute({"prompt": prompt, "actions": actions}))
+    await call(tools["plan_store"], {"prompt": prompt, "actions": actions})
     assert rt.plans().unindexed() == 1  # local mode never builds an HNSW index
     assert rt.plans().build_index() > 0.0  # due (one unindexed plan), so it ran; the server indexes by itself
-    assert output_of(await tools["plan_lookup"].execute({"prompt": prompt}))["hit"] is True
+    assert (await call(tools["plan_lookup"], {"prompt": prompt}))["hit"] is True
 
 
 # The real client path (no server listening)
 
 
-async def test_an_unreachable_server_is_reported_with_its_url(mount_tools: Callable[..., Any]) -> None:
+async def test_an_unreachable_server_is_reported_with_its_url(mount_tools: Callable[..., Any], call: Any) -> None:
     url = "http://127.0.0.1:9"  # the discard port: nothing answers HTTP there
     tools, _ = await mount_tools(storage={"backend": "server", "url": url, "timeout_s": 2})
-    err = error_of(await tools["memory_store"].execute({"content": "anything"}))
+    err = await call.error(tools["memory_store"], {"content": "anything"})
     assert err["type"] == "store_unavailable"
     assert url in err["message"] and "storage.url" in err["message"]
 

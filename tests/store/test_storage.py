@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_helpers import DISTINCT_FACTS, error_of, output_of, runtime_tools
+from data import DISTINCT_FACTS
 
 from amplifier_module_tool_agent_memory.embeddings.providers import LOCAL_DIM, LOCAL_MODEL_ID, CachedEmbedder
 from amplifier_module_tool_agent_memory.errors import ModelMismatchError
@@ -71,17 +71,19 @@ def _ids(rt: AgentMemory) -> set[str]:
     return {m["id"] for m in rt.memory().list(MemoryListInput(limit=100))["memories"]}
 
 
-async def test_memories_survive_close_and_reopen(make_runtime: Callable[..., AgentMemory]) -> None:
+async def test_memories_survive_close_and_reopen(
+    make_runtime: Callable[..., AgentMemory], call: Any, runtime_tools: Any
+) -> None:
     first = make_runtime()
     tools = runtime_tools(first)
-    ids = [output_of(await tools["memory_store"].execute({"content": fact}))["id"] for fact in DISTINCT_FACTS[:3]]
+    ids = [(await call(tools["memory_store"], {"content": fact}))["id"] for fact in DISTINCT_FACTS[:3]]
     first.close()
 
     reopened = runtime_tools(make_runtime())
-    listed = output_of(await reopened["memory_list"].execute({}))
+    listed = await call(reopened["memory_list"], {})
     assert {m["id"] for m in listed["memories"]} == set(ids)
-    assert output_of(await reopened["memory_get"].execute({"id": ids[1]}))["memory"]["content"] == DISTINCT_FACTS[1]
-    found = output_of(await reopened["memory_search"].execute({"query": "where are invoices stored?"}))
+    assert (await call(reopened["memory_get"], {"id": ids[1]}))["memory"]["content"] == DISTINCT_FACTS[1]
+    found = await call(reopened["memory_search"], {"query": "where are invoices stored?"})
     assert found["results"][0]["id"] == ids[0]
 
 
@@ -152,7 +154,7 @@ def test_concurrent_identical_stores_keep_one_memory(make_runtime: Callable[...,
     assert _ids(one) == ids
 
 
-async def test_two_mounted_sessions_work_concurrently_from_tasks(mount_tools: Callable[..., Any]) -> None:
+async def test_two_mounted_sessions_work_concurrently_from_tasks(mount_tools: Callable[..., Any], call: Any) -> None:
     one, _ = await mount_tools(agent_identity="alice")
     two, _ = await mount_tools(agent_identity="alice")
     before = open_store_count()
@@ -164,7 +166,7 @@ async def test_two_mounted_sessions_work_concurrently_from_tasks(mount_tools: Ca
     assert all(r.success for r in results), [r.error for r in results if not r.success]
     assert open_store_count() == before + 1
     for tools in (one, two):
-        assert output_of(await tools["memory_list"].execute({}))["count"] == 8
+        assert (await call(tools["memory_list"], {}))["count"] == 8
 
 
 def test_closing_one_session_leaves_the_other_working(make_runtime: Callable[..., AgentMemory]) -> None:
@@ -196,8 +198,10 @@ def test_a_second_process_shares_the_store_while_the_first_holds_it(
 
 
 @pytest.mark.slow
-async def test_a_tool_in_a_second_process_writes_into_the_shared_store(tools: dict[str, Any], root: Path) -> None:
-    output_of(await tools["memory_list"].execute({}))
+async def test_a_tool_in_a_second_process_writes_into_the_shared_store(
+    tools: dict[str, Any], root: Path, call: Any
+) -> None:
+    await call(tools["memory_list"], {})
     script = f"""
 import asyncio, json
 from amplifier_core.testing import MockCoordinator
@@ -218,7 +222,7 @@ asyncio.run(main())
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["success"] is True, result["error"]
-    got = output_of(await tools["memory_get"].execute({"id": result["output"]["id"]}))
+    got = await call(tools["memory_get"], {"id": result["output"]["id"]})
     assert got["memory"]["content"] == "from the other process"
 
 
@@ -236,14 +240,14 @@ def test_store_json_records_the_model(make_runtime: Callable[..., AgentMemory], 
 
 
 async def test_a_store_written_with_another_model_is_refused_with_the_reindex_path(
-    make_runtime: Callable[..., AgentMemory], root: Path
+    make_runtime: Callable[..., AgentMemory], root: Path, call: Any, runtime_tools: Any
 ) -> None:
     first = make_runtime()
     _store(first, DISTINCT_FACTS[0])
     first.close()
     _write_store_meta(root, "alice", "openai:text-embedding-3-small", 1536)
 
-    error = error_of(await runtime_tools(make_runtime())["memory_search"].execute({"query": "invoices"}))
+    error = await call.error(runtime_tools(make_runtime())["memory_search"], {"query": "invoices"})
     assert error["type"] == "model_mismatch"
     message = error["message"]
     assert "'openai:text-embedding-3-small' (dim 1536)" in message

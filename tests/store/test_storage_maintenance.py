@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from memory_helpers import DISTINCT_FACTS
+from data import DISTINCT_FACTS
 
 from amplifier_module_tool_agent_memory.cli.main import main
 from amplifier_module_tool_agent_memory.embeddings import LOCAL_MODEL_ID

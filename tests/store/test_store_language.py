@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_helpers import SERVER_URL
+from data import SERVER_URL
 
 from amplifier_module_tool_agent_memory.config import StorageConfig
 from amplifier_module_tool_agent_memory.store.contract import Collection, CollectionSpec, IndexSpec

@@ -11,8 +11,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from memory_helpers import output_of, store_memory
-from viewer_helpers import Served
 
 pytestmark = pytest.mark.browser
 
@@ -54,35 +52,31 @@ async def _shot(page: Any, name: str) -> None:
         await page.screenshot(path=os.path.join(folder, name))
 
 
-async def _seed(served: Served) -> dict[str, Any]:
-    old = await store_memory(served.tools, "The team standup is at 9:30 every morning.", kind="fact", tags=["team"])
-    new = await store_memory(
+async def _seed(call: Any, served: Any) -> dict[str, Any]:
+    old = await call.store(served.tools, "The team standup is at 9:30 every morning.", kind="fact", tags=["team"])
+    new = await call.store(
         served.tools, "The team standup moved to 10:15 every morning.", kind="fact", supersedes=old["id"], tags=["team"]
     )
-    await store_memory(served.tools, "Deploys go through the blue-green pipeline on Tuesdays.", kind="decision")
-    await store_memory(served.tools, "Maya prefers reviews in the afternoon.", kind="preference", tags=["team"])
-    hostile = await store_memory(
-        served.tools,
+    await call.store(served.tools, "Deploys go through the blue-green pipeline on Tuesdays.", kind="decision")
+    await call.store(served.tools, "Maya prefers reviews in the afternoon.", kind="preference", tags=["team"])
+    hostile = await call.store(served.tools,
         'Pasted from a ticket: <script>window.__pwned = "script"</script><img src=x onerror="window.__pwned=\'img\'">',
-        kind="note",
-    )
-    output_of(await served.tools["memory_search"].execute({"query": "standup time"}))
+        kind="note")
+    await call(served.tools["memory_search"], {"query": "standup time"})
     rotate = {"tool": "bash", "args": {"cmd": "certbot renew"}}
-    output_of(
-        await served.tools["plan_store"].execute({"prompt": "Rotate the staging TLS certificate", "actions": [rotate]})
-    )
-    output_of(await served.tools["plan_lookup"].execute({"prompt": "Rotate the staging TLS certificate"}))
-    output_of(await served.tools["plan_lookup"].execute({"prompt": "What is the weather in Lisbon"}))
-    output_of(await served.tools["cache_write"].execute(
-        {"kind": "warning", "content": "The migration locks the orders table for ~2 minutes.", "scope": "task:migrate"}
-    ))
+    await call(served.tools["plan_store"], {"prompt": "Rotate the staging TLS certificate", "actions": [rotate]})
+    await call(served.tools["plan_lookup"], {"prompt": "Rotate the staging TLS certificate"})
+    await call(served.tools["plan_lookup"], {"prompt": "What is the weather in Lisbon"})
+    await call(served.tools["cache_write"], {
+        "kind": "warning", "content": "The migration locks the orders table for ~2 minutes.", "scope": "task:migrate",
+    })
     return {"old": old, "new": new, "hostile": hostile}
 
 
-async def test_search_filter_open_a_chain_and_forget_with_confirmation(served: Served, page: Any) -> None:
+async def test_search_filter_open_a_chain_and_forget_with_confirmation(served: Any, page: Any, call: Any) -> None:
     from playwright.async_api import expect
 
-    seeded = await _seed(served)
+    seeded = await _seed(call, served)
     await page.goto(served.viewer.url)
     await page.wait_for_selector("#memory-list li")
     assert await page.locator("#identity").inner_text() == "alice"
@@ -125,8 +119,8 @@ async def test_search_filter_open_a_chain_and_forget_with_confirmation(served: S
         served.runtime.memory().get(seeded["new"]["id"])
 
 
-async def test_markup_in_memories_never_runs(served: Served, page: Any) -> None:
-    seeded = await _seed(served)
+async def test_markup_in_memories_never_runs(served: Any, page: Any, call: Any) -> None:
+    seeded = await _seed(call, served)
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: dialogs.append(dialog.message))
     await page.goto(served.viewer.url)
@@ -140,8 +134,8 @@ async def test_markup_in_memories_never_runs(served: Served, page: Any) -> None:
     assert await page.locator("#memory-list img, #memory-detail img, #memory-list script").count() == 0
 
 
-async def test_working_memory_plans_and_charts_render(served: Served, page: Any) -> None:
-    await _seed(served)
+async def test_working_memory_plans_and_charts_render(served: Any, page: Any, call: Any) -> None:
+    await _seed(call, served)
     await page.goto(served.viewer.url)
     await page.wait_for_selector("#memory-list li")
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from memory_helpers import store_memory
-from viewer_helpers import Served
 
 from amplifier_module_tool_agent_memory.viewer import security
 
@@ -57,7 +57,7 @@ def test_tokens_are_long_random_and_compared_whole() -> None:
     assert not security.token_matches("", a)
 
 
-def test_no_data_without_the_token(served: Served) -> None:
+def test_no_data_without_the_token(served: Any) -> None:
     for path in ("/", "/api/summary", "/api/memories", "/api/working", "/api/plans", "/api/activity"):
         missing = served.get(path, token=None)
         wrong = served.get(path, token="not-the-token")
@@ -67,15 +67,15 @@ def test_no_data_without_the_token(served: Served) -> None:
     assert served.get("/api/summary", in_query=True).status == 200
 
 
-def test_another_host_name_is_refused_even_with_the_token(served: Served) -> None:
+def test_another_host_name_is_refused_even_with_the_token(served: Any) -> None:
     answer = served.get("/api/summary", host=f"attacker.example:{served.viewer.port}")
     assert answer.status == 403
     assert "127.0.0.1 or localhost" in answer.body["error"]["message"]
     assert served.get("/api/summary", host=f"localhost:{served.viewer.port}").status == 200
 
 
-async def test_a_change_needs_post_the_token_in_a_header_and_our_origin(served: Served) -> None:
-    stored = await store_memory(served.tools, "The build server is called hermes.", kind="fact")
+async def test_a_change_needs_post_the_token_in_a_header_and_our_origin(served: Any, call: Any) -> None:
+    stored = await call.store(served.tools, "The build server is called hermes.", kind="fact")
     path = f"/api/memories/{stored['id']}/forget"
     assert served.get(path).status == 404  # not a GET route: reading never changes anything
     assert served.request("POST", path, headers={"Origin": f"http://127.0.0.1:{served.viewer.port}"},
@@ -90,9 +90,9 @@ async def test_a_change_needs_post_the_token_in_a_header_and_our_origin(served: 
     assert served.get(f"/api/memories/{stored['id']}").status == 404
 
 
-async def test_markup_in_a_memory_comes_back_as_text_under_a_strict_policy(served: Served) -> None:
+async def test_markup_in_a_memory_comes_back_as_text_under_a_strict_policy(served: Any, call: Any) -> None:
     markup = 'Note <script>window.pwned=1</script> and <img src=x onerror="pwned()">'
-    await store_memory(served.tools, markup, kind="note")
+    await call.store(served.tools, markup, kind="note")
     answer = served.get("/api/memories")
     assert answer.headers["content-type"].startswith("application/json")
     assert answer.body["memories"][0]["content"] == markup
@@ -103,15 +103,15 @@ async def test_markup_in_a_memory_comes_back_as_text_under_a_strict_policy(serve
     assert page.headers["cache-control"] == "no-store"
 
 
-async def test_what_is_shown_is_redacted(served: Served) -> None:
+async def test_what_is_shown_is_redacted(served: Any, call: Any) -> None:
     secret = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
-    stored = await store_memory(served.tools, f"The deploy key is {secret} for staging.", kind="fact")
+    stored = await call.store(served.tools, f"The deploy key is {secret} for staging.", kind="fact")
     text = served.get(f"/api/memories/{stored['id']}").text
     assert secret not in text
     assert "REDACTED" in text.upper()
 
 
-def test_bad_input_is_a_clear_error(served: Served) -> None:
+def test_bad_input_is_a_clear_error(served: Any) -> None:
     answer = served.get("/api/memories?kind=nope")
     assert answer.status == 400
     assert answer.body["error"]["message"].startswith("field 'kind'")

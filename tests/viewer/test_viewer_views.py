@@ -5,9 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory_helpers import output_of, store_memory
-from viewer_helpers import Served
-
 from amplifier_module_tool_agent_memory import activity
 
 
@@ -16,10 +13,10 @@ def _contents(answer: Any) -> list[str]:
     return [m["content"] for m in answer.body["memories"]]
 
 
-async def test_browse_filters_by_kind_tag_file_and_dates(served: Served) -> None:
-    await store_memory(served.tools, "The payments service is written in Kotlin.", kind="fact", tags=["payments"])
-    await store_memory(served.tools, "Use snake_case for every new table.", kind="decision", files=["db/schema.sql"])
-    await store_memory(served.tools, "Lunch order for Friday: falafel.", kind="note", tags=["team"])
+async def test_browse_filters_by_kind_tag_file_and_dates(served: Any, call: Any) -> None:
+    await call.store(served.tools, "The payments service is written in Kotlin.", kind="fact", tags=["payments"])
+    await call.store(served.tools, "Use snake_case for every new table.", kind="decision", files=["db/schema.sql"])
+    await call.store(served.tools, "Lunch order for Friday: falafel.", kind="note", tags=["team"])
     everything = _contents(served.get("/api/memories"))
     assert everything == [
         "Lunch order for Friday: falafel.",
@@ -36,19 +33,19 @@ async def test_browse_filters_by_kind_tag_file_and_dates(served: Served) -> None
     assert len(_contents(served.get("/api/memories?since=2000-01-01&until=2999-12-31"))) == 3
 
 
-async def test_search_is_the_tools_hybrid_search(served: Served) -> None:
-    await store_memory(served.tools, "The staging database runs on db2.internal port 5433.", kind="fact")
-    await store_memory(served.tools, "Our designer prefers teal over orange.", kind="preference")
+async def test_search_is_the_tools_hybrid_search(served: Any, call: Any) -> None:
+    await call.store(served.tools, "The staging database runs on db2.internal port 5433.", kind="fact")
+    await call.store(served.tools, "Our designer prefers teal over orange.", kind="preference")
     viewer = served.get("/api/memories?query=which+port+does+the+staging+database+use")
-    tool = output_of(await served.tools["memory_search"].execute({"query": "which port does the staging database use"}))
+    tool = await call(served.tools["memory_search"], {"query": "which port does the staging database use"})
     assert viewer.body["mode"] == "search"
     assert [m["id"] for m in viewer.body["memories"]][:2] == [r["id"] for r in tool["results"]][:2]
     assert viewer.body["memories"][0]["content"].startswith("The staging database")
 
 
-async def test_a_memory_page_shows_its_chain_and_superseded_ones_can_be_hidden(served: Served) -> None:
-    old = await store_memory(served.tools, "The team standup is at 9:30 every morning.", kind="fact")
-    new = await store_memory(
+async def test_a_memory_page_shows_its_chain_and_superseded_ones_can_be_hidden(served: Any, call: Any) -> None:
+    old = await call.store(served.tools, "The team standup is at 9:30 every morning.", kind="fact")
+    new = await call.store(
         served.tools, "The team standup moved to 10:15 every morning.", kind="fact", supersedes=old["id"]
     )
     page = served.get(f"/api/memories/{new['id']}")
@@ -68,10 +65,10 @@ async def test_a_memory_page_shows_its_chain_and_superseded_ones_can_be_hidden(s
     assert len(_contents(served.get("/api/memories?include_superseded=false"))) == 2
 
 
-async def test_looking_at_working_memory_touches_nothing(served: Served) -> None:
+async def test_looking_at_working_memory_touches_nothing(served: Any, call: Any) -> None:
     write = served.tools["cache_write"]
     for text in ("The flaky test is test_login_retry.", "Never deploy on Fridays."):
-        output_of(await write.execute({"kind": "fact", "content": text, "scope": "task:login"}))
+        await call(write, {"kind": "fact", "content": text, "scope": "task:login"})
     coll = served.runtime.cache().coll
 
     def stored_items() -> dict[str, dict[str, Any]]:
@@ -90,7 +87,7 @@ async def test_looking_at_working_memory_touches_nothing(served: Served) -> None
     assert sorted(live) == ["Never deploy on Fridays.", "The flaky test is test_login_retry."]
     # The tool, by contrast, counts a read: this is what the viewer must not do.
     block_id = body["blocks"][0]["block_id"]
-    output_of(await served.tools["cache_get"].execute({"block_id": block_id}))
+    await call(served.tools["cache_get"], {"block_id": block_id})
     assert stored_items() != before
 
 
@@ -100,15 +97,11 @@ def _all_items() -> Any:
     return Scroll(limit=100)
 
 
-async def test_plans_page_lists_and_opens_a_plan(served: Served) -> None:
-    stored = output_of(
-        await served.tools["plan_store"].execute(
-            {
+async def test_plans_page_lists_and_opens_a_plan(served: Any, call: Any) -> None:
+    stored = await call(served.tools["plan_store"], {
                 "prompt": "Rotate the staging TLS certificate",
                 "actions": [{"tool": "bash", "args": {"cmd": "certbot renew"}}],
-            }
-        )
-    )
+            })
     listing = served.get("/api/plans")
     assert listing.status == 200
     assert [p["prompt"] for p in listing.body["plans"]] == ["Rotate the staging TLS certificate"]
@@ -117,11 +110,11 @@ async def test_plans_page_lists_and_opens_a_plan(served: Served) -> None:
     assert served.get("/api/plans?stale=maybe").status == 400
 
 
-async def test_activity_counts_tool_calls_per_day_with_latency(served: Served) -> None:
-    await store_memory(served.tools, "The office wifi is called Orchard.", kind="fact")
-    await store_memory(served.tools, "Invoices go out on the 3rd.", kind="fact")
-    output_of(await served.tools["memory_search"].execute({"query": "wifi"}))
-    output_of(await served.tools["plan_lookup"].execute({"prompt": "Rotate the staging TLS certificate"}))
+async def test_activity_counts_tool_calls_per_day_with_latency(served: Any, call: Any) -> None:
+    await call.store(served.tools, "The office wifi is called Orchard.", kind="fact")
+    await call.store(served.tools, "Invoices go out on the 3rd.", kind="fact")
+    await call(served.tools["memory_search"], {"query": "wifi"})
+    await call(served.tools["plan_lookup"], {"prompt": "Rotate the staging TLS certificate"})
     before_viewer = served.get("/api/activity").body
     served.get("/api/memories?query=wifi")  # looking is not activity
     body = served.get("/api/activity").body

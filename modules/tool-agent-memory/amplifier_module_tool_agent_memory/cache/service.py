@@ -22,8 +22,8 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ..compare import Comparator, Comparison, announced_update, says_a_change
-from ..compare.policy import ANNOUNCED_CANDIDATES, merges, replaces
+from ..compare import Comparison, announced_update, says_a_change
+from ..compare.policy import ANNOUNCED_CANDIDATES, compared, cosine, merges, replaces
 from ..config import CacheConfig
 from ..embeddings.providers import Embedder
 from ..errors import InvalidInput, NotFound
@@ -114,7 +114,6 @@ class CacheService:
         self.llm = llm
         self._coll: Collection | None = None
         self._embedder: Embedder | None = None
-        self._comparator: Comparator | None = None
         self._touched: set[str] = set()
 
     @property
@@ -386,12 +385,6 @@ class CacheService:
 
     # The tools' operations
 
-    @property
-    def comparator(self) -> Comparator:
-        if self._comparator is None:
-            self._comparator = Comparator(self.embedder)
-        return self._comparator
-
     def _judge(
         self, st: ScopeState, content: str, vec: Sequence[float], kind: str, now: datetime
     ) -> tuple[str, CacheItem, Comparison] | None:
@@ -412,7 +405,7 @@ class CacheService:
             far = rank >= COMPARE_CANDIDATES or similarity < self.config.dedup_threshold
             if far and not (announcing and announced_update(item.content, content)):
                 continue
-            comparison = self.comparator.compare(item.content, content, vectors=(st.vecs[item.id].tolist(), vec))
+            comparison = compared(item.content, content, cosine(st.vecs[item.id].tolist(), vec))
             if not far and merges(item.content, content):
                 return "same", item, comparison
             if replaces(comparison, item.content, content):

@@ -13,7 +13,6 @@ __all__ = [
     "ABBREVIATIONS",
     "CHANGE_ADVERBS",
     "COLOURS",
-    "DETERMINERS",
     "FRACTIONS",
     "FUNCTION_WORDS",
     "MONTHS",
@@ -22,7 +21,6 @@ __all__ = [
     "NOUN_DETERMINERS",
     "NUMBER_WORDS",
     "ORDINALS",
-    "PREPOSITIONS",
     "TIME_UNITS",
     "WEEKDAYS",
 ]
@@ -57,14 +55,6 @@ FUNCTION_WORDS = _words(
 """Closed-class words and light verbs ("make", "set", "get", "let"...) that frame a request."""
 
 
-PREPOSITIONS = _words(
-    "of to in on at by for from with within without via into onto about per across around through throughout "
-    "toward towards upon over under above below between among behind beside near inside outside during before "
-    "after since until"
-)
-"""English prepositions: a word one text adds after one ("... *in the sidebar*", "... *for tablets*") is the
-object of a phrase that restricts where or for what the rest holds."""
-
 CHANGE_ADVERBS: tuple[tuple[str, ...], ...] = (
     ("now",), ("anymore",), ("instead",), ("nowadays",), ("henceforth",), ("lately",), ("recently",),
     ("no", "longer"), ("these", "days"), ("from", "now", "on"), ("from", "here", "on"), ("from", "today",),
@@ -83,9 +73,6 @@ ABBREVIATIONS = _words(
 NOUN_DETERMINERS = _words("a an the this that these those my our your his her their its")
 """Articles, demonstratives and possessives: they pick a thing out, they do not name it ("my steak" and
 "their steak" say the same of a steak), and the word after one belongs to a noun phrase."""
-
-DETERMINERS = _words("a an the this that these those all any each every some both either neither no another other")
-"""Articles, demonstratives and quantifying determiners: they pick out the thing, they are not particles."""
 
 NEGATORS = _words("not no never without nor none nothing nobody neither cannot can't don't doesn't "
                   "isn't aren't wasn't weren't won't shouldn't mustn't didn't hasn't haven't n't")

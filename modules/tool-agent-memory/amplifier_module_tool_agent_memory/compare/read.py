@@ -43,8 +43,6 @@ class Slot:
     """For numbers: the counted noun right after it (stemmed), e.g. ``request`` in "20 requests"."""
     rate: str | None = None
     """For numbers: the per-unit of a rate, e.g. ``60`` (seconds) in "20 per minute"."""
-    measure: bool = False
-    """The unit is written onto the number ("48dp", "2Gi"): a unit of measure, compared strictly."""
 
 
 @dataclass(frozen=True)
@@ -208,14 +206,12 @@ def read(text: str) -> Reading:
     items: list[Item] = []
     tokens: list[str] = []
 
-    def add_slot(
-        kind: str, key: str, raw: str, unit: str | None = None, rate: str | None = None, measure: bool = False
-    ) -> None:
-        slots.append(Slot(kind, key, raw, len(tokens), unit, rate, measure))
+    def add_slot(kind: str, key: str, raw: str, unit: str | None = None, rate: str | None = None) -> None:
+        slots.append(Slot(kind, key, raw, len(tokens), unit, rate))
         tokens.append(f"<{kind}:{key}>")
 
     def add_number(num: _Number, raw: str) -> None:
-        add_slot("number", num.key, raw, num.unit, num.rate, num.noun is None and num.unit is not None)
+        add_slot("number", num.key, raw, num.unit, num.rate)
         if num.noun and num.noun not in FUNCTION_WORDS:
             items.append(Item("word", num.noun, stem(num.noun), len(tokens) - 1))
 

@@ -27,7 +27,7 @@ from .wordnet import Relation, WordNet, default_wordnet
 __all__ = ["reworded"]
 
 _STATED = frozenset(
-    {"number", "date", "time", "version", "identifier", "path", "url", "scheme", "colour", "quoted", "name", "polarity"}
+    {"number", "date", "time", "version", "identifier", "path", "url", "colour", "quoted", "name", "polarity"}
 )
 """Differences that change what a statement says (a value, a negation, a name): never a rewording."""
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 __all__ = ["DIFFERENCE_KINDS", "Comparison", "Difference", "Verdict"]
 
@@ -16,7 +15,6 @@ DIFFERENCE_KINDS = (
     "identifier",
     "path",
     "url",
-    "scheme",
     "colour",
     "quoted",
     "name",
@@ -60,19 +58,15 @@ class Difference:
             self.new if self.new is not None else "(none)"
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe form."""
-        return {"kind": self.kind, "old": self.old, "new": self.new}
-
 
 @dataclass(frozen=True)
 class Comparison:
-    """The outcome of :meth:`Comparator.compare`.
+    """The outcome of :func:`.policy.compared`.
 
     ``similarity`` is the whole-text cosine the comparison used. ``decided`` is False when
-    the texts look alike but the comparison cannot tell a restatement from a change (the
-    plan cache answers ``candidate`` then and lets the agent judge); ``verdict`` is then the
-    leaning (SAME when nothing concrete differs, else CHANGED), never to be acted on alone.
+    the texts look alike but the comparison cannot tell a restatement from a change (memory
+    then asks the agent: ``possible_updates``); ``verdict`` is then the leaning (SAME when
+    nothing concrete differs, else CHANGED), never to be acted on alone.
     """
 
     verdict: Verdict
@@ -86,13 +80,3 @@ class Comparison:
     def same(self) -> bool:
         """A decided restatement."""
         return self.decided and self.verdict is Verdict.SAME
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe form (for tool outputs and events)."""
-        return {
-            "verdict": self.verdict.value,
-            "decided": self.decided,
-            "similarity": round(self.similarity, 4),
-            "differences": [d.to_dict() for d in self.differences],
-            "reason": self.reason,
-        }

@@ -225,13 +225,6 @@ class WordNet:
         """``word`` (or a base form of it) is in WordNet."""
         return bool(self.synsets(word))
 
-    def derived(self, a: str, b: str) -> bool:
-        """One word is derived from the other or names the attribute it is a value of (WordNet's ``+`` and
-        ``=`` pointers, either way: "high" / "height", "wide" / "width")."""
-        links = frozenset({"+", "="})
-        sa, sb = self.synsets(a), self.synsets(b)
-        return bool(self._targets(sa, links) & sb or self._targets(sb, links) & sa)
-
     # ---------------------------------------------------------------- synsets
 
     def _pointers(self, synset: Synset) -> tuple[tuple[str, Synset], ...]:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..compare import Comparator, Comparison, Judge, UpdateVerdict, Verdict, announced_update, describe, says_a_change
-from ..compare.policy import ANNOUNCED_CANDIDATES, acts_as_update, left_open, may_update, restates
+from ..compare import Comparison, Judge, UpdateVerdict, Verdict, announced_update, describe, says_a_change
+from ..compare.policy import ANNOUNCED_CANDIDATES, acts_as_update, compared, cosine, left_open, may_update, restates
 from ..compare.statement import one_statement, same_subject_new_value
 from ..config import MemorySearchConfig
 from ..embeddings.providers import Embedder, Vector
@@ -218,7 +218,6 @@ class MemoryService:
         self.thread = thread
         self.clock = clock
         self.params = params or RetrievalParams()
-        self.comparator = Comparator(embedder)
         self._changes_seen: OrderedDict[tuple[str, str, str, str], bool] = OrderedDict()
         self._changes_lock = threading.Lock()
         # (seq, content) of this thread's last memory: the next one's context window.
@@ -272,7 +271,10 @@ class MemoryService:
         return (list(stored), vec) if stored else None
 
     def _compare(self, older: Member, content: str, vectors: tuple[list[float], list[float]] | None) -> Comparison:
-        return self.comparator.compare(older.stored.content, content, vectors=vectors)
+        """``compare.policy.compared`` of ``older`` and ``content`` (embedding both only when a vector is missing)."""
+        text = older.stored.content
+        a, b = vectors if vectors is not None else self.embedder.embed_documents([text, content])
+        return compared(text, content, cosine(a, b))
 
     def _judge(self, content: str, vec: list[float], kind: str) -> Judgement:
         """Compare a new memory with the nearest stored ones of its kind: restatement, change, or neither.

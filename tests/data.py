@@ -1,22 +1,64 @@
-"""Shared by the MCP tests: a scenario that calls every tool of the table, and what two answers share.
-
-The scenario is a list of steps; a step's arguments may use earlier steps' outputs (the id a store
-returned). Each face runs it with its own ids, so answers are compared with ids and times replaced.
-"""
+"""Test data shared by several test folders: texts, times, settings and the MCP scenario (constants and pure
+generators only; the helpers that do something are fixtures in tests/conftest.py and tests/mcp/conftest.py)."""
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from datetime import UTC, datetime
 from typing import Any
 
-from amplifier_module_tool_agent_memory.tools import TOOLS_BY_NAME
+# Twenty-five memories on unrelated topics: no two are near duplicates of each other.
+DISTINCT_FACTS: tuple[str, ...] = (
+    "The billing service stores invoices in PostgreSQL 16.",
+    "Alice prefers tabs over spaces in Go code.",
+    "The staging cluster runs in the eu-west-1 region.",
+    "We decided to drop support for Python 3.9 in March.",
+    "The logo uses the hex colour #1f6feb as its primary blue.",
+    "Deploys are frozen every Friday after 3pm.",
+    "The mobile app is written in Kotlin and SwiftUI.",
+    "Customer support tickets are triaged in Zendesk.",
+    "The data warehouse is refreshed nightly at 02:00 UTC.",
+    "Bob is allergic to peanuts; order lunch accordingly.",
+    "The search index is rebuilt whenever the schema changes.",
+    "Our office plants are watered on Mondays and Thursdays.",
+    "The CI pipeline caches pip wheels between runs.",
+    "Marketing wants the newsletter sent on the first Tuesday of the month.",
+    "The legacy FTP server will be switched off in December.",
+    "Unit prices are rounded half-even to two decimals.",
+    "The team offsite will take place in Lisbon this year.",
+    "Feature flags are managed with LaunchDarkly.",
+    "The on-call rotation changes every Wednesday at noon.",
+    "The README must mention the minimum supported Rust version.",
+    "Images larger than 5 MB are resized before upload.",
+    "The coffee machine on the third floor is broken again.",
+    "Passwords are hashed with argon2id.",
+    "The quarterly planning meeting is held in the large boardroom.",
+    "Error budgets are reviewed at the monthly reliability review.",
+)
 
+T0 = datetime(2026, 1, 10, 9, 0, tzinfo=UTC)
+
+# The Qdrant server backend as tests reach it: conftest's ``server`` fixture answers this URL
+# with qdrant-client's local mode.
+SERVER_URL = "http://qdrant.test:6333"
+SERVER: dict[str, Any] = {"storage": {"backend": "server", "url": SERVER_URL}}
+
+# The working-memory cache
+SECTION_NAMES = ("facts", "decisions", "snippets", "warnings")
+# Tests that are not about dedup switch it off (cosine >= 1.0 only for identical vectors) so that
+# short templated items never merge by accident.
+NO_DEDUP: dict[str, Any] = {"dedup_threshold": 1.0}
+
+
+def filler(i: int, chars: int) -> str:
+    """A distinct item text of exactly ``chars`` characters."""
+    head = f"item {i:04d}: "
+    body = ("lorem ipsum dolor sit amet " * (chars // 20 + 2))[: chars - len(head)]
+    return head + body
+
+
+# The MCP scenario: every tool of the table called once (tests/mcp)
 Outputs = dict[str, dict[str, Any]]
 
 
@@ -86,48 +128,3 @@ SCENARIO: tuple[Step, ...] = (
     Step("unknown-field", "cache_write", _fixed({"content": "x", "kind": "fact", "colour": "red"}), ok=False),
     Step("gone", "memory_get", lambda o: {"id": o["again"]["id"]}, ok=False),
 )
-
-
-def scenario() -> list[Step]:
-    """The steps whose tool this version has (plan_list/get/forget arrive with their engineer's work)."""
-    return [step for step in SCENARIO if step.tool in TOOLS_BY_NAME]
-
-
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})?")
-
-
-def comparable(value: Any) -> Any:
-    """``value`` with ids and times replaced by placeholders and floats rounded (scores carry recency)."""
-    if isinstance(value, dict):
-        return {k: comparable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [comparable(v) for v in value]
-    if isinstance(value, float):
-        return round(value, 2)
-    if isinstance(value, str):
-        return _TIME.sub("<time>", _UUID.sub("<id>", value))
-    return value
-
-
-def server_params(root: Path, identity: str = "alice", *extra: str) -> Any:
-    """How a client starts ``agent-memory mcp`` for ``identity`` on ``root`` (this interpreter, no shell)."""
-    from mcp import StdioServerParameters
-
-    env = {k: v for k, v in os.environ.items() if k != "AMPLIFIER_AGENT_IDENTITY"}
-    return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "amplifier_module_tool_agent_memory", "mcp", "--identity", identity, "--root", str(root), *extra],
-        env=env,
-    )
-
-
-def events_in(log: str) -> list[dict[str, Any]]:
-    """The JSON event lines of a server's stderr."""
-    found = []
-    for line in log.splitlines():
-        if line.startswith("{"):
-            record = json.loads(line)
-            if "event" in record:
-                found.append(record)
-    return found
