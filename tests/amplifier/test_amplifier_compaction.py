@@ -37,10 +37,10 @@ async def session(root: Path, embedder: CachedEmbedder) -> AsyncIterator[Mounted
         return HookResult(action="continue")
 
     mounted.coordinator.hooks.register("cache:block_closed", record, name="test-recorder")
-    # What compaction opens is the question here: the warm-up, which opens the store at session ready, is off.
-    cleanup = await agent_memory.mount(
-        mounted.coordinator, {"storage_root": str(root), "agent_identity": "alice", "warm_up": False}
-    )
+    # What compaction opens is the question here: the warm-up, which opens the store at session ready, is off, and
+    # so is recall's briefing, which a worker reads at session ready (its store opening would race the count).
+    config = {"storage_root": str(root), "agent_identity": "alice", "warm_up": False, "recall": {"briefing_tokens": 0}}
+    cleanup = await agent_memory.mount(mounted.coordinator, config)
     await agent_memory.on_session_ready(mounted.coordinator)
     yield mounted
     await cleanup()
@@ -57,6 +57,6 @@ async def test_compaction_in_a_session_that_never_used_the_cache_opens_nothing(s
     before = edge.open_store_count()
     await session.coordinator.hooks.emit("context:compaction", dict(STATS))
     assert edge.open_store_count() == before
-    # Recall's briefing opens the memories at session ready; the cache's collection stays unopened.
+    # The cache's collection stays unopened.
     assert not (root / "alice" / "cache").exists()
     assert session.closed == []
