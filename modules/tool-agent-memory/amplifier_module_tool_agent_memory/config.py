@@ -310,7 +310,8 @@ class MemoryConfig(_Strict):
         True,
         description="When the session is ready (and when `agent-memory mcp` starts), load the embedding model and "
         "open the identity's store on a background thread, so the first tool call does not pay for them (it waits "
-        "only for what is not ready yet). Off: both happen at the first call that needs them.",
+        "only for what is not ready yet). Off: both happen at the first call that needs them, and recall's briefing "
+        "is read at the first prompt instead of at session ready.",
     )
 
     @field_validator("storage_root")

@@ -90,13 +90,16 @@ def mounted_runtimes(coordinator: Any) -> list[AgentMemory]:
 async def on_session_ready(coordinator: Any) -> None:
     """Resolve the identity now that every module is mounted, then start the warm-up (model and store on a
     background thread, ``warm_up``) and what the hooks read before the first prompt (recall's briefing, in a
-    worker thread): this returns at once."""
+    worker thread; both only when ``warm_up`` is on): this returns at once."""
     for runtime in mounted_runtimes(coordinator):
         identity = runtime.resolve_identity()
         if identity is None and runtime.setup_error is not None:
             logger.warning("agent-memory: its tools will report: %s", runtime.setup_error)
             continue
-        runtime.warm_up()
+        if runtime.warm_up() is None and not runtime.config.warm_up:
+            # ``warm_up: false`` promises that nothing opens before a call needs it; the hooks' early work
+            # (recall's briefing) reads the store, so it waits for the first prompt too.
+            continue
         for start in runtime.on_session_ready:
             try:
                 start()

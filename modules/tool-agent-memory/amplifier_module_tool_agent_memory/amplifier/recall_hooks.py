@@ -5,11 +5,11 @@ The orchestrators (loop-basic, loop-streaming) emit ``prompt:submit {prompt}`` o
 ephemeral ``inject_context`` is appended to that one request only. So:
 
 * the briefing (standing preferences and decisions) does not depend on the prompt: it is read in a worker
-  thread as soon as the session is ready (``on_session_ready``, every module mounted), so it is ready long
-  before the first prompt and the first request neither waits for it nor shares the interpreter with it
-  (measured: ~6 ms of CPU off the first request, docs/recall.md). A memory written before it is given
-  (``memory_store``, ``memory_forget``, ...) reads it again. In a host that does not call
-  ``on_session_ready`` it starts with the first prompt, beside the recall;
+  thread as soon as the session is ready (``on_session_ready``, every module mounted; with ``warm_up`` on),
+  so it is ready long before the first prompt and the first request neither waits for it nor shares the
+  interpreter with it (measured: ~6 ms of CPU off the first request, docs/recall.md). A memory written
+  before it is given (``memory_store``, ``memory_forget``, ...) reads it again. In a host that does not call
+  ``on_session_ready`` (or with ``warm_up: false``) it starts with the first prompt, beside the recall;
 * on ``prompt:submit`` the turn's recall starts at once in a worker thread (``run_in_executor`` submits it
   before the handler returns; ``asyncio.to_thread`` would start only when the loop next turns);
 * on every ``provider:request`` of the turn the handler waits for it at most ``recall.timeout_ms`` and
