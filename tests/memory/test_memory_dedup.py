@@ -11,6 +11,7 @@ import pytest
 
 from amplifier_module_tool_agent_memory.config import MemorySearchConfig
 from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedder
+from amplifier_module_tool_agent_memory.memory import service as service_module
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
 ORIGINAL = "We chose PostgreSQL for the billing service."
@@ -44,6 +45,33 @@ async def test_exact_duplicate_returns_the_existing_id(tools: dict[str, Any], va
     assert again["duplicate"] is True
     assert again["created"] is False
     assert await _count(call, tools) == 1
+
+
+@pytest.mark.edge_only("a server's reads are round trips: its store starts the context window's run first, on purpose")
+async def test_an_exact_duplicate_starts_no_embedding(
+    make_runtime: Callable[..., AgentMemory], runtime_tools: Any, call: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The store answers in this process: the duplicate is found before its context window's run is even
+    # submitted (a run that starts cannot be stopped, and competes with the next call for a core).
+    rt = make_runtime()
+    tools = runtime_tools(rt)
+    await _store(call, tools, "Deploys go out on Tuesdays.")  # a thread tail: the next store has a context window
+    first = await _store(call, tools, ORIGINAL)
+    pool = service_module._background()
+    submitted: list[Any] = []
+
+    class Recorded:
+        def submit(self, fn: Any, *args: Any) -> Any:
+            submitted.append(args)
+            return pool.submit(fn, *args)
+
+    monkeypatch.setattr(service_module, "_background", Recorded)
+    again = await _store(call, tools, ORIGINAL.upper())
+    assert again["id"] == first["id"] and again["duplicate"] is True
+    assert submitted == []
+    second = await _store(call, tools, NEAR.replace("billing", "invoicing"))
+    assert second["created"] is True
+    assert submitted == [([f"{ORIGINAL}\n{NEAR.replace('billing', 'invoicing')}"],)]  # a new one's context window
 
 
 async def test_exact_duplicate_keeps_the_original_text(tools: dict[str, Any], call: Any) -> None:

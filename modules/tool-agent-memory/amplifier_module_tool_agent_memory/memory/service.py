@@ -10,7 +10,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -391,22 +391,28 @@ class MemoryService:
         ctx = context_text(content, tail[1] if tail else None)
         # Two calls, not one batch of two: a batch pads the memory to the length of its context
         # window (previous memory + this one); embedding dominates a store (p50 107 -> 82 ms under load).
-        # The context window, the longer text, is embedded on another thread from the start, while this
+        # The context window, the longer text, is embedded on another thread, while this
         # one embeds the memory and runs the comparison (pure Python): a run uses one core
         # (embeddings.threads) and releases the GIL, so on two cores the store costs about the context
         # run instead of both runs one after the other (LoCoMo turns: 52 -> 36 ms a pair under load).
         # Each text has its own run either way, so the vectors are the same.
-        ctx_future = _background().submit(self.embedder.embed_documents, [ctx]) if ctx != content else None
+        # The early answers (an exact duplicate, a bad declared target) come before the context window's run when
+        # the store answers in this process (well under a millisecond): a run, once started, cannot be stopped, and
+        # a duplicate's ran on beside the next call (speed.py's store probe, duplicates: p95 2.2 -> 14.9 ms). A
+        # process whose reads are round trips (sharing, a server) starts the run first and waits for them behind it.
+        embeds_ctx = ctx != content
+        ctx_future = self._embed_ctx(ctx) if embeds_ctx and not self.coll.local_reads else None
         duplicate: StoreOutcome | None = None
         try:
-            # The early answers, while the context window embeds: a process sharing the store waits for this read's
-            # round trip behind that run. No lock: each is one read, and both are checked again at the write.
+            # No lock: each is one read, and both are checked again at the write.
             existing = self._find_by_hash(digest)
             if existing is not None:
                 duplicate = StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
                 return duplicate
             if inp.supersedes is not None:
                 self._declared(inp.supersedes, inp.kind)  # refuse a bad target before embedding the memory
+            if embeds_ctx and ctx_future is None:
+                ctx_future = self._embed_ctx(ctx)
             dense = self.embedder.embed_documents([content])[0]
             # Judged outside the store lock; what it points at is checked again under the lock.
             judgement = Judgement() if inp.supersedes is not None else self._judge(content, dense, inp.kind)
@@ -497,6 +503,10 @@ class MemoryService:
         return StoreOutcome(
             memory_id, created=True, redacted=report or None, superseded=superseded, possible_updates=possible
         )
+
+    def _embed_ctx(self, ctx: str) -> Future[list[Vector]]:
+        """The context window's embedding, started on the background pool."""
+        return _background().submit(self.embedder.embed_documents, [ctx])
 
     def _new_memory(
         self,

@@ -151,6 +151,12 @@ class Collection(Protocol):
     # Told how many points each accepted write changed (progress of long imports), or None.
     observer: Callable[[int], None] | None
 
+    @property
+    def local_reads(self) -> bool:
+        """Whether a read is answered in this process, no round trip: a caller then reads first what could spare it
+        work, rather than starting the work and overlapping the read with it."""
+        ...
+
     def upsert(self, points: Sequence[PointInput]) -> None:
         """Insert or replace points; a plain vector is the ``dense`` one, a dict names each vector."""
 
@@ -319,6 +325,8 @@ class BaseCollection(ABC):
     # shared by several processes merges payload keys itself instead: a read-merge-write from here
     # could drop another process's keys, so there payloads carry no checksum.
     whole_payloads: bool = True
+    # The embedded engine answers in this process (a server or another process's store overrides it).
+    local_reads: bool = True
 
     def __init__(self, name: str, vector_count: int = 1, gate: WriteGate | None = None) -> None:
         self.name = name

@@ -266,6 +266,7 @@ class ServerCollection(BaseCollection):
             self.client.upsert(self.server_name, points=batch, wait=True)
 
     whole_payloads = False
+    local_reads = False  # every read is an HTTP round trip
 
     def _engine_set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
         with _server_errors(self.url):

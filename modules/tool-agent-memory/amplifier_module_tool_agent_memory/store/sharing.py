@@ -509,6 +509,11 @@ class SharedCollection:
         self.lock = SharedLock(self)
         self.observer: Callable[[int], None] | None = None
 
+    @property
+    def local_reads(self) -> bool:
+        """Whether reads run here: this process owns the store (a client's reads are socket round trips)."""
+        return self.store.is_owner
+
     def _run(self, op: str, args: Callable[[], dict[str, Any]], local: Callable[[BaseCollection], Any]) -> Any:
         return self.store._call(self, op, args, local)
 
