@@ -34,6 +34,8 @@ BULK_CHECKPOINT_EVERY = 2_000
 RELEASE_EVERY = 10_000
 # A record's own vectors: (dense, ctx), or None to embed it.
 RecordVectors = tuple[Vector, ...] | None
+# A memory as written: its id, its two vectors by name, its payload.
+ImportedPoint = tuple[str, dict[str, Vector], dict[str, Any]]
 # A batch waiting to be written: records, the memory each is stored as, their vectors, which are being
 # embedded, and that embedding.
 _Pending = tuple[
@@ -131,13 +133,29 @@ class MemoryImporter:
             for k, i in enumerate(todo):
                 own[i] = (embedded[k], embedded[len(todo) + k])
             self.embedded += len(todo)
-        points = []
-        for rec, memory, pair in zip(records, built, own, strict=True):
-            assert pair is not None and len(pair) == 2
-            # The context vector embeds the window alone; BM25 also indexes the restated wordings.
-            if memory.restated:
-                memory = memory.updated(ctx_text=searchable_context(memory.ctx_text, memory.restated))
-            points.append((rec.id, {DENSE: pair[0], CTX: pair[1]}, memory.to_payload()))
+        self._store([self._point(rec, memory, pair) for rec, memory, pair in zip(records, built, own, strict=True)])
+
+    @staticmethod
+    def _point(rec: MemoryRecord, memory: StoredMemory, pair: RecordVectors) -> ImportedPoint:
+        assert pair is not None and len(pair) == 2
+        # The context vector embeds the window alone; BM25 also indexes the restated wordings.
+        if memory.restated:
+            memory = memory.updated(ctx_text=searchable_context(memory.ctx_text, memory.restated))
+        return (rec.id, {DENSE: pair[0], CTX: pair[1]}, memory.to_payload())
+
+    def points(self, records: Sequence[MemoryRecord], vectors: Sequence[RecordVectors]) -> list[ImportedPoint]:
+        """Records that carry their vectors, as the points they are stored as (secrets redacted, one step
+        further along the import's thread each), written by :meth:`write_points`. A child process of an
+        import builds them (maintenance/import_pipeline.py) while this one writes the batch before."""
+        return [self._point(rec, self._memory(rec), pair) for rec, pair in zip(records, vectors, strict=True)]
+
+    def write_points(self, points: list[ImportedPoint]) -> None:
+        """Write points built by :meth:`points` (here or in a child process with this import's ``thread``)."""
+        self._flush()
+        self.written += len(points)
+        self._store(points)
+
+    def _store(self, points: list[ImportedPoint]) -> None:
         self.coll.upsert(points)
         self._unreleased += len(points)
         self._since_build += len(points)
