@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 
 Vector = list[float]
 # Writes between two engine checkpoints during an import (instead of the store's 200): a crash replays at
-# most this many journal records on the next open (2,000 memories: ~40 ms, store/journal.py INDEX_EVERY).
-BULK_CHECKPOINT_EVERY = 2_000
+# most this many journal records on the next open (~0.2 s). A flush costs about the same wall time whatever
+# it flushes (engine_write_floor.py at 25k: 355 us a memory flushing every 2,000, 108 every 10,000: fsyncs).
+BULK_CHECKPOINT_EVERY = 10_000
 # Every this many memories an import unmaps the store files' pages it wrote (they stay in the OS page cache)
 # and trims the heap: an engine's vector files are memory-mapped, so a process writing 1M memories would
 # otherwise count 3 GB of them in its RSS.
