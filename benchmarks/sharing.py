@@ -760,16 +760,18 @@ def phase_breakdown(opts: argparse.Namespace, work: Path, base: Path) -> None:
     runs: dict[str, list[dict[str, Any]]] = {}
     loads = [_load_average()]
     for round_no in range(opts.rounds):
-        for label in ("separate", "shared"):
+        # One process alone is the target's reference: what the shared variant adds over it is what to cut.
+        for label in ("alone", "separate", "shared"):
             root, logs = work / f"bd-{label}-{round_no}", work / f"bd-{label}-{round_no}-logs"
             root.mkdir()
             logs.mkdir()
-            identities = [f"{IDENTITY}{i}" if label == "separate" else IDENTITY for i in range(3)]
+            count = 1 if label == "alone" else 3
+            identities = [f"{IDENTITY}{i}" if label == "separate" else IDENTITY for i in range(count)]
             for identity in set(identities):
                 _copy_store(base, root, identity)
             procs = [_spawn(root, logs, f"w{i}", "tools", opts.latency_seconds,
                             FILL_BASE + 3_000_000 + 10_000 * (round_no * 8 + i), identities[i], check=False,
-                            probe=True) for i in range(3)]
+                            probe=True) for i in range(count)]
             for proc in procs:
                 proc.wait()
             runs.setdefault(label, []).extend(_records(logs))
@@ -778,7 +780,8 @@ def phase_breakdown(opts: argparse.Namespace, work: Path, base: Path) -> None:
             print(f"  round {round_no + 1}/{opts.rounds}: {label} done (load {loads[-1]})", flush=True)
     print(f"\n== a memory_store taken apart at {opts.size:,} memories, ms p50 / p95 ({opts.rounds} rounds of "
           f"{opts.latency_seconds:.0f} s per variant; load averages {', '.join(loads)})")
-    keys = ["total", "cpu", "embed", "judge", "near", "hash", "tail", "locked", "lock wait", "requests", "n_requests"]
+    keys = ["total", "cpu", "embed", "judge", "near", "hash", "ctx wait", "tail", "locked", "lock wait", "requests",
+            "n_requests"]
     columns: list[tuple[str, list[dict[str, Any]]]] = []
     for label, records in runs.items():
         # Each worker's first store loaded the model and opened the store: not counted.

@@ -1,7 +1,8 @@
 """The owner's batched request (store/owner.py): several collection calls of one process in one round trip,
 run in order on the real engine, each answered with its own result or error; after a failed call the later
 ones are not run, while opening a collection and its lock and unlock always run (a process's locks stay as it
-counts them). Driven over the owner's real socket with the wire's own framing."""
+counts them). Driven over the owner's real socket with the wire's own framing. Also the owner's single calls
+(upsert_unless, query_unless), packed vectors."""
 
 from __future__ import annotations
 
@@ -153,6 +154,32 @@ def test_upsert_unless_writes_once_and_answers_the_point_that_was_there(served: 
     sock.close()
 
 
+def test_query_unless_answers_the_duplicate_or_the_search_in_one_call(served: OwnerServer) -> None:
+    sock = _client(served)
+    assert "r" in _ask(sock, OPEN)
+    near, point = _point(5)
+    point[2]["content_hash"] = "h5"
+    far, other = _point(6)
+    other[2]["content_hash"] = "h6"
+    assert _ask(sock, {"op": "upsert", "c": "memories", "a": {"points": [point, other]}}) == {"r": None}
+    vec = [0.0] * DIM
+    vec[5] = 1.0
+    search = query_wire.encode(Search(Nearest(vec, using="dense"), limit=1, filter=where(kind="note"),
+                                      with_vector=("dense",)))
+
+    def ask(digest: str) -> Any:
+        unless = query_wire.encode(where(content_hash=digest))
+        return _ask(sock, {"op": "query_unless", "c": "memories", "a": {"request": search, "unless": unless}})["r"]
+
+    # No memory with this hash: the search's points, nearest first, with the vector the judgement compares.
+    found, points = ask("h-new")
+    assert found is None and [p["id"] for p in points] == [near]
+    assert wire.point_in(points[0]).vector == {"dense": vec}
+    # A memory with this hash (not the nearest one): its id, and no search run.
+    assert ask("h6") == [far, []]
+    sock.close()
+
+
 def test_vectors_cross_the_socket_packed_and_exact(served: OwnerServer) -> None:
     sock = _client(served)
     assert "r" in _ask(sock, OPEN)
@@ -183,3 +210,4 @@ def test_packing_floats_is_exact_and_leaves_everything_else_alone() -> None:
         assert query_wire.pack_floats(other) is other
     request = Search(Nearest(values[:DIM] * 8, using="dense"), limit=3)
     assert query_wire.decode(query_wire.encode(request)) == request
+

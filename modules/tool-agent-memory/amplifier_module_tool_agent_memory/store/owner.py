@@ -334,6 +334,9 @@ def _run(coll: BaseCollection, op: str, a: dict[str, Any]) -> Any:
         return [wire.point_out(p) for p in coll.retrieve(a["ids"], bool(a.get("with_vector")))]
     if op == "query":
         return [wire.point_out(p) for p in coll.query(query_wire.decode(a["request"]))]
+    if op == "query_unless":
+        found, points = coll.query_unless(query_wire.decode(a["request"]), query_wire.decode(a["unless"]))
+        return [found, [wire.point_out(p) for p in points]]
     if op == "scroll":
         points, offset = coll.scroll(query_wire.decode(a["request"]))
         return [[wire.point_out(p) for p in points], query_wire.encode(offset)]
