@@ -2,13 +2,15 @@
 run in order on the real engine, each answered with its own result or error; after a failed call the later
 ones are not run, while opening a collection and its lock and unlock always run (a process's locks stay as it
 counts them). Driven over the owner's real socket with the wire's own framing. Also the owner's single calls
-(upsert_unless, query_unless), packed vectors."""
+(upsert_unless, query_unless), packed vectors, and its interpreter's switch interval while it serves."""
 
 from __future__ import annotations
 
 import random
 import socket
+import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +21,7 @@ import pytest
 from amplifier_module_tool_agent_memory.memory.service import MEMORIES
 from amplifier_module_tool_agent_memory.store import query_wire, wire
 from amplifier_module_tool_agent_memory.store.edge import acquire_store, release_store
-from amplifier_module_tool_agent_memory.store.owner import OwnerServer, connect, read_owner
+from amplifier_module_tool_agent_memory.store.owner import SERVING_SWITCH_INTERVAL_S, OwnerServer, connect, read_owner
 from amplifier_module_tool_agent_memory.store.query import Nearest, Scroll, Search, where
 
 DIM = 384
@@ -211,3 +213,48 @@ def test_packing_floats_is_exact_and_leaves_everything_else_alone() -> None:
     request = Search(Nearest(values[:DIM] * 8, using="dense"), limit=3)
     assert query_wire.decode(query_wire.encode(request)) == request
 
+
+def _until(check: Any, seconds: float = 10.0) -> bool:
+    """Whether ``check()`` came true within ``seconds`` (a serving thread ends after its socket closes)."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_the_switch_interval_is_short_while_another_process_is_served_and_put_back_after(
+    served: OwnerServer,
+) -> None:
+    before = sys.getswitchinterval()
+    assert before > SERVING_SWITCH_INTERVAL_S  # the interpreter's default, 5 ms
+    # A connection that is refused serves no one: nothing changes.
+    info = read_owner(served.store_path)
+    assert info is not None
+    stranger = connect(info)
+    wire.send(stranger, {"token": "0" * 64, "protocol": wire.PROTOCOL})
+    assert "e" in wire.receive(stranger)
+    stranger.close()
+    assert sys.getswitchinterval() == before
+    # Two clients served: short while either is there, the host's own interval back after the last leaves.
+    one, two = _client(served), _client(served)
+    assert sys.getswitchinterval() == pytest.approx(SERVING_SWITCH_INTERVAL_S)
+    one.close()
+    assert _until(lambda: served.connections == 1)
+    assert sys.getswitchinterval() == pytest.approx(SERVING_SWITCH_INTERVAL_S)
+    two.close()
+    assert _until(lambda: served.connections == 0)
+    assert sys.getswitchinterval() == before
+
+
+def test_an_interval_the_host_sets_while_serving_is_kept(served: OwnerServer) -> None:
+    before = sys.getswitchinterval()
+    sock = _client(served)
+    try:
+        sys.setswitchinterval(0.002)  # the host's own choice, made while a client is served
+        sock.close()
+        assert _until(lambda: served.connections == 0)
+        assert sys.getswitchinterval() == pytest.approx(0.002)
+    finally:
+        sys.setswitchinterval(before)
