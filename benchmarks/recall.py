@@ -32,6 +32,7 @@ import json
 import random
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -45,7 +46,9 @@ from locomo import sessions, turn_content
 
 DATA = DATA_DIR / "locomo" / "locomo-dev.json"
 STACK = REPO / "tests" / "amplifier" / "amplifier_stack"
-MODULE_DIR = REPO / "modules" / "tool-agent-memory"
+# The folder of the package this process imports (a --base run puts another revision's first on the path).
+_SPEC = importlib.util.find_spec("amplifier_module_tool_agent_memory")
+MODULE_DIR = Path(_SPEC.origin).parent.parent if _SPEC and _SPEC.origin else REPO / "modules" / "tool-agent-memory"
 CATEGORIES = (1, 2, 3, 4)
 # Tune on one half of the dev conversations, report the other half beside it.
 TUNE = ("conv-26", "conv-30", "conv-42")
@@ -525,6 +528,54 @@ async def fill_store(samples: list[dict[str, Any]], root: Path, ident: str, coun
     runtime.close()
 
 
+# ------------------------------------------------------------------------------------------- against a base
+
+
+def side_by_side(args: argparse.Namespace) -> int:
+    """The filled store's latency of this tree and of ``args.base`` (its own package, this script) in one run: each
+    round runs both, in alternating order, in fresh processes; their samples are pooled per tree and each run's added
+    and cpu+ are taken against its own recall-off median. Absolute times on a shared machine move with the load; the
+    two columns of one run do not drift apart."""
+    from speed import base_env, extract_base
+
+    workdir = Path(args.store_dir) if args.store_dir else Path(tempfile.mkdtemp(prefix="recall-bench-"))
+    base = extract_base(args.base, workdir / f"base-src-{args.base}")
+    trees: dict[str, dict[str, str] | None] = {"this tree": None, args.base: base_env(base)}
+    pooled: dict[str, dict[str, dict[str, list[float]]]] = {name: {} for name in trees}
+    for round_no in range(args.rounds):
+        order = list(trees.items()) if round_no % 2 == 0 else list(reversed(trees.items()))
+        for name, env in order:
+            out = workdir / f"side-{round_no}-{'base' if env else 'head'}.json"
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--latency-only", "--fill-only", "--store-dir",
+                   str(workdir), "--per-bucket", str(args.per_bucket), "--idle-ms", str(args.idle_ms),
+                   "--samples-json", str(out)]
+            print(f"round {round_no + 1}/{args.rounds}: {name}", file=sys.stderr)
+            subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+            for bucket, cols in json.loads(out.read_text()).items():
+                into = pooled[name].setdefault(bucket, {})
+                for col, values in cols.items():
+                    into.setdefault(col, []).extend(values)
+                for col, on, off in (("added", "on_first", "off_first"), ("cpu+", "on_cpu", "off_cpu")):
+                    baseline = statistics.median(cols[off])
+                    into.setdefault(col, []).extend(max(0.0, v - baseline) for v in cols[on])
+    names = list(trees)
+    print(f"\nLatency at {args.latency_fill} memories, this tree against {args.base} in one run: {args.rounds} rounds "
+          f"x {args.per_bucket} prompts a bucket, trees alternating; ms p50 / p95")
+    columns = ("added", "cpu+", "work", "wait", "search", "embed")
+    print(f"{'prompt':<12}" + "".join(f"{f'{col} {name}':>22}" for col in columns for name in names))
+    for bucket in pooled[names[0]]:
+        cells = []
+        for col in columns:
+            for name in names:
+                p50, p95 = p50_p95(pooled[name][bucket][col])
+                cells.append(f"{p50:>15.1f} /{p95:>5.1f}")
+        print(f"{bucket:<12}" + "".join(cells))
+    print("(added: the target's figure; cpu+: the process's CPU over the same span, all threads; work: the recall's "
+          "own time in its worker; wait: what the request's handler waited; search: memory_search for the same "
+          "prompt; embed: the query embedding alone)")
+    return 0
+
+
 # ------------------------------------------------------------------------------------------- main
 
 
@@ -608,7 +659,16 @@ def main() -> int:
     parser.add_argument("--idle-ms", type=float, default=100.0,
                         help="latency: ms between a session being ready and its first prompt (0: a prompt given with "
                         "the command)")
-    return asyncio.run(main_async(parser.parse_args()))
+    parser.add_argument("--base", help="latency: a git revision measured in the same run, alternating with this tree "
+                        "(the filled store only; its package, this script)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of each tree with --base")
+    args = parser.parse_args()
+    if args.base:
+        if not DATA.exists():
+            print(f"SKIP: LoCoMo data not found at {DATA} (it lives in ../shared/data, outside the repository)")
+            return 0
+        return side_by_side(args)
+    return asyncio.run(main_async(args))
 
 
 if __name__ == "__main__":
