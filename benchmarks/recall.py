@@ -205,10 +205,34 @@ def tune(rows_by_half: dict[str, list[dict[str, Any]]], shown: int, floor: float
 # ------------------------------------------------------------------------------------- end to end
 
 
+def thread_cpu_ms() -> dict[str, float]:
+    """This process's CPU milliseconds so far by thread group (Linux; empty elsewhere): the event loop's thread
+    ("loop"), the other Python threads ("python": recall's workers, the warm-up), amplifier-core's tokio runtime, the
+    engine's search pool, by thread name without its number."""
+    import os
+
+    groups: dict[str, float] = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return groups
+    for tid in tids:
+        try:
+            name = Path(f"/proc/self/task/{tid}/comm").read_text().strip()
+            ran_ns = int(Path(f"/proc/self/task/{tid}/schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+        group = "loop" if tid == str(os.getpid()) else name.rstrip("0123456789").rstrip("-_")
+        groups[group] = groups.get(group, 0.0) + ran_ns / 1e6
+    return groups
+
+
 class Session:
     """A real amplifier-core session under loop-basic with our module and the recording provider."""
 
-    def __init__(self, root: Path, ident: str, config: dict[str, Any]) -> None:
+    def __init__(self, root: Path, ident: str, config: dict[str, Any], threads: bool = False) -> None:
+        # threads: also each thread group's CPU over the span (reading /proc costs the loop ~0.5 ms inside the span).
+        self.threads = threads
         self.plan = {
             "session": {"orchestrator": {"module": "loop-basic"},
                         "context": {"module": "context-compacting", "config": {"max_tokens": 10_000_000}}},
@@ -252,12 +276,16 @@ class Session:
             self.marks.clear()
             self.marks["prompt"] = time.perf_counter()
             self.marks["prompt_cpu"] = time.process_time()
+            if self.threads:
+                self.spans = {"prompt": thread_cpu_ms()}
             return HookResult(action="continue")
 
         async def requested(event: str, data: dict[str, Any]) -> Any:
             if "request" not in self.marks:
                 self.marks["request"] = time.perf_counter()
                 self.marks["request_cpu"] = time.process_time()
+                if self.threads:
+                    self.spans["request"] = thread_cpu_ms()
             return HookResult(action="continue")
 
         hooks = self.session.coordinator.hooks
@@ -272,6 +300,11 @@ class Session:
     def first_request_cpu_ms(self) -> float:
         """The process's CPU milliseconds over the same span."""
         return (self.marks["request_cpu"] - self.marks["prompt_cpu"]) * 1000
+
+    def first_request_threads_ms(self) -> dict[str, float]:
+        """Each thread group's CPU milliseconds over the same span (with ``threads``)."""
+        before, after = self.spans["prompt"], self.spans["request"]
+        return {group: ms - before.get(group, 0.0) for group, ms in after.items()}
 
     async def ask(self, prompt: str) -> tuple[str, dict[str, Any], float]:
         """One turn; (the injected text of its request, its memory:recalled event, the turn's wall ms)."""
@@ -415,11 +448,11 @@ def longer(prompt: str, filler: list[str], words: int, rng: random.Random) -> st
 
 async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: dict[str, Any],
                   per_bucket: int, samples_out: Path | None = None, query_words: int | None = None,
-                  idle_ms: float = 100.0) -> None:
+                  idle_ms: float = 100.0, threads: bool = False) -> None:
     """Each prompt is the first turn of a new session (briefing and recall both computed), asked ``idle_ms`` after
     the session is ready (a person types a prompt later than that; 0: a prompt given with the command). In the same
     run, for the same prompts: the first request's time with recall off (one session for all prompts), and
-    memory_search."""
+    memory_search. ``threads``: also each thread group's CPU over the span (recall on and off)."""
     rng = random.Random(7)
     pool = [str(q["question"]) for s in samples for q in questions(s)]
     rng.shuffle(pool)
@@ -449,20 +482,25 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
     await warm.ask(pool[0])
     await warm.close()
     raw: dict[str, dict[str, list[float]]] = {}
+    by_thread: dict[str, dict[str, dict[str, list[float]]]] = {}
     for label, prompts in buckets.items():
+        spent = by_thread[label] = {"on": {}, "off": {}}
         waits, works, briefs, searches, embeds, on_first, off_first = [], [], [], [], [], [], []
         on_cpu, off_cpu = [], []
-        off = Session(root, ident, {"recall": {"enabled": False}, "embeddings": {"query_cache_size": 0}})
+        off = Session(root, ident, {"recall": {"enabled": False}, "embeddings": {"query_cache_size": 0}}, threads)
         await off.start()
         for prompt in prompts:
             # Recall on: each prompt is the first turn of a new session, so its first request gets the briefing
             # and the recall (the most a request waits).
-            session = Session(root, ident, on_config)
+            session = Session(root, ident, on_config, threads)
             await session.start()
             await asyncio.sleep(idle_ms / 1000)
             _, event, _ = await session.ask(prompt)
             on_first.append(session.first_request_ms())
             on_cpu.append(session.first_request_cpu_ms())
+            if threads:
+                for group, ms in session.first_request_threads_ms().items():
+                    spent["on"].setdefault(group, []).append(ms)
             if event:
                 waits.append(float(event.get("waited_ms", 0.0)))
                 works.append(float(event.get("recall_ms", 0.0)))
@@ -480,6 +518,9 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
             await off.ask(prompt)
             off_first.append(off.first_request_ms())
             off_cpu.append(off.first_request_cpu_ms())
+            if threads:
+                for group, ms in off.first_request_threads_ms().items():
+                    spent["off"].setdefault(group, []).append(ms)
         await off.close()
         baseline = statistics.median(off_first)
         added = [max(0.0, t - baseline) for t in on_first]
@@ -502,6 +543,21 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
           "embed: the query embedding of the prompt alone (the floor); "
           "off: prompt:submit to the first request with recall off; search: memory_search through the tool for the "
           "same prompt, same run)")
+    if threads:
+        print_thread_cpu(by_thread)
+
+
+def print_thread_cpu(by_thread: dict[str, dict[str, dict[str, list[float]]]]) -> None:
+    """Each thread group's CPU ms over prompt:submit -> first request, mean with recall on / off, per bucket."""
+    groups = sorted({g for spent in by_thread.values() for side in spent.values() for g in side})
+    print("\nCPU ms by thread group over the same span, mean with recall on / off (the span's /proc reads, ~0.5 ms, "
+          "count in loop):")
+    print(f"{'prompt':<12}" + "".join(f"{g:>20}" for g in groups))
+    for label, spent in by_thread.items():
+        means = [(statistics.fmean(spent["on"].get(g) or [0.0]), statistics.fmean(spent["off"].get(g) or [0.0]))
+                 for g in groups]
+        cells = [f"{on:>12.2f} /{off:>6.2f}" for on, off in means]
+        print(f"{label:<12}" + "".join(cells))
 
 
 async def fill_store(samples: list[dict[str, Any]], root: Path, ident: str, count: int) -> None:
@@ -636,7 +692,8 @@ async def main_async(args: argparse.Namespace) -> int:
             await fill_store(all_samples, workdir, ident, args.latency_fill)
             print(f"\nLatency at {args.latency_fill} memories, query cache off:")
             out = Path(args.samples_json) if args.samples_json else None
-            await latency(all_samples, workdir, ident, gate, args.per_bucket, out, args.query_words, args.idle_ms)
+            await latency(all_samples, workdir, ident, gate, args.per_bucket, out, args.query_words, args.idle_ms,
+                          args.threads)
     print(f"\ntotal {time.perf_counter() - started:.0f} s; timings on a shared 2-core machine are noisy: "
           "compare the on/off columns of one run")
     return 0
@@ -659,6 +716,8 @@ def main() -> int:
     parser.add_argument("--idle-ms", type=float, default=100.0,
                         help="latency: ms between a session being ready and its first prompt (0: a prompt given with "
                         "the command)")
+    parser.add_argument("--threads", action="store_true",
+                        help="latency: also each thread group's CPU over the span (Linux; adds the /proc reads to it)")
     parser.add_argument("--base", help="latency: a git revision measured in the same run, alternating with this tree "
                         "(the filled store only; its package, this script)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each tree with --base")
