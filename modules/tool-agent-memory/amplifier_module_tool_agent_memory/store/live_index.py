@@ -89,7 +89,21 @@ class LiveIndex:
         np.ndarray[Any, np.dtype[np.uint64]],
         dict[str, list[int]],
     ]:
-        """(high, low, loc) of every single-record UUID sorted by id, and every other id's locations."""
+        """(high, low, loc) of every single-record UUID sorted by id, and every other id's locations.
+
+        The index is compacted first (:meth:`compact`): the arrays returned are its own, to be read at once.
+        """
+        self.compact()
+        return self._high, self._low, self._loc, dict(self._more)
+
+    def compact(self) -> None:
+        """Move the dict's single-record UUIDs into the sorted arrays, dropping the dead slots.
+
+        Why: the journal persists the index every few thousand writes, and a long-running writer (an import
+        of a million memories) would otherwise keep every id it wrote in the dict, ~210 bytes each, and parse
+        all of them again at every persist (quadratic over the import). Compacted there, the dict holds only
+        the ids written since the last persist.
+        """
         alive = self._alive
         highs, lows, locs = [self._high[alive]], [self._low[alive]], [self._loc[alive]]
         rest: dict[str, list[int]] = {}
@@ -102,12 +116,17 @@ class LiveIndex:
                 moved_high.append(key[0])
                 moved_low.append(key[1])
                 moved_loc.append(where[0])
+        if not moved_high and len(highs[0]) == len(self._high):
+            return  # nothing moved, nothing dead: the arrays are already what they would become
         highs.append(np.array(moved_high, dtype=_U64))
         lows.append(np.array(moved_low, dtype=_U64))
         locs.append(np.array(moved_loc, dtype=_U64))
         high, low, loc = np.concatenate(highs), np.concatenate(lows), np.concatenate(locs)
         order = np.lexsort((low, high))
-        return high[order], low[order], loc[order], rest
+        self._high, self._low, self._loc = high[order], low[order], loc[order]
+        self._alive = np.ones(len(order), dtype=np.bool_)
+        self._alive_count = len(order)
+        self._more = rest
 
     # Lookup
 
