@@ -5,8 +5,10 @@ times, per ``memory_store`` (the caller's own segments, wall and the calling thr
 
 - ``total`` / ``cpu``: the whole service call, and the CPU of the thread that ran it;
 - ``embed``: embedding the memory (the context window runs beside it on another thread, not counted here);
-- ``judge``: the near-match decision (``near``: its store query, included in it);
-- ``hash``: each exact-duplicate check (early, and again under the lock);
+- ``judge``: the near-match decision; ``near``: its store query (with the early duplicate check since session 9,
+  before it in the tree's time);
+- ``hash``: each exact-duplicate check made on its own (early before session 9, and again under the lock);
+- ``ctx wait``: waiting for the context window's embedding (another thread) once the judgement is made;
 - ``locked``: from entering the identity's collection lock to leaving it (``lock wait``: what entering took
   in this process: a client's lock is taken at the owner with its next request, so it shows there);
 - per request a client sends the owner: its round trip, the bytes each way, the JSON encode/decode time.
@@ -77,7 +79,11 @@ def install(put: Callable[..., None]) -> None:
     svc.store = store  # type: ignore[method-assign]
     svc._find_by_hash = _timed("hash", svc._find_by_hash)  # type: ignore[method-assign]
     svc._judge = _timed("judge", svc._judge)  # type: ignore[method-assign]
-    svc._nearest_same_kind = _timed("near", svc._nearest_same_kind)  # type: ignore[method-assign]
+    # Session 9: the early duplicate check travels with the near-match query (one store call).
+    near = "_nearest_unless_stored" if hasattr(svc, "_nearest_unless_stored") else "_nearest_same_kind"
+    setattr(svc, near, _timed("near", getattr(svc, near)))
+    # Waiting for the context window's run (on another thread) after the judgement.
+    service.wait = _timed("ctx wait", service.wait)  # type: ignore[attr-defined]
     svc._thread_tail = _timed("tail", svc._thread_tail)  # type: ignore[method-assign]
 
     # The memory's own embedding (on the calling thread; the context window's run is on another one).

@@ -32,6 +32,7 @@ import json
 import random
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -45,7 +46,9 @@ from locomo import sessions, turn_content
 
 DATA = DATA_DIR / "locomo" / "locomo-dev.json"
 STACK = REPO / "tests" / "amplifier" / "amplifier_stack"
-MODULE_DIR = REPO / "modules" / "tool-agent-memory"
+# The folder of the package this process imports (a --base run puts another revision's first on the path).
+_SPEC = importlib.util.find_spec("amplifier_module_tool_agent_memory")
+MODULE_DIR = Path(_SPEC.origin).parent.parent if _SPEC and _SPEC.origin else REPO / "modules" / "tool-agent-memory"
 CATEGORIES = (1, 2, 3, 4)
 # Tune on one half of the dev conversations, report the other half beside it.
 TUNE = ("conv-26", "conv-30", "conv-42")
@@ -202,10 +205,34 @@ def tune(rows_by_half: dict[str, list[dict[str, Any]]], shown: int, floor: float
 # ------------------------------------------------------------------------------------- end to end
 
 
+def thread_cpu_ms() -> dict[str, float]:
+    """This process's CPU milliseconds so far by thread group (Linux; empty elsewhere): the event loop's thread
+    ("loop"), the other Python threads ("python": recall's workers, the warm-up), amplifier-core's tokio runtime, the
+    engine's search pool, by thread name without its number."""
+    import os
+
+    groups: dict[str, float] = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return groups
+    for tid in tids:
+        try:
+            name = Path(f"/proc/self/task/{tid}/comm").read_text().strip()
+            ran_ns = int(Path(f"/proc/self/task/{tid}/schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+        group = "loop" if tid == str(os.getpid()) else name.rstrip("0123456789").rstrip("-_")
+        groups[group] = groups.get(group, 0.0) + ran_ns / 1e6
+    return groups
+
+
 class Session:
     """A real amplifier-core session under loop-basic with our module and the recording provider."""
 
-    def __init__(self, root: Path, ident: str, config: dict[str, Any]) -> None:
+    def __init__(self, root: Path, ident: str, config: dict[str, Any], threads: bool = False) -> None:
+        # threads: also each thread group's CPU over the span (reading /proc costs the loop ~0.5 ms inside the span).
+        self.threads = threads
         self.plan = {
             "session": {"orchestrator": {"module": "loop-basic"},
                         "context": {"module": "context-compacting", "config": {"max_tokens": 10_000_000}}},
@@ -249,12 +276,16 @@ class Session:
             self.marks.clear()
             self.marks["prompt"] = time.perf_counter()
             self.marks["prompt_cpu"] = time.process_time()
+            if self.threads:
+                self.spans = {"prompt": thread_cpu_ms()}
             return HookResult(action="continue")
 
         async def requested(event: str, data: dict[str, Any]) -> Any:
             if "request" not in self.marks:
                 self.marks["request"] = time.perf_counter()
                 self.marks["request_cpu"] = time.process_time()
+                if self.threads:
+                    self.spans["request"] = thread_cpu_ms()
             return HookResult(action="continue")
 
         hooks = self.session.coordinator.hooks
@@ -269,6 +300,11 @@ class Session:
     def first_request_cpu_ms(self) -> float:
         """The process's CPU milliseconds over the same span."""
         return (self.marks["request_cpu"] - self.marks["prompt_cpu"]) * 1000
+
+    def first_request_threads_ms(self) -> dict[str, float]:
+        """Each thread group's CPU milliseconds over the same span (with ``threads``)."""
+        before, after = self.spans["prompt"], self.spans["request"]
+        return {group: ms - before.get(group, 0.0) for group, ms in after.items()}
 
     async def ask(self, prompt: str) -> tuple[str, dict[str, Any], float]:
         """One turn; (the injected text of its request, its memory:recalled event, the turn's wall ms)."""
@@ -412,11 +448,11 @@ def longer(prompt: str, filler: list[str], words: int, rng: random.Random) -> st
 
 async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: dict[str, Any],
                   per_bucket: int, samples_out: Path | None = None, query_words: int | None = None,
-                  idle_ms: float = 100.0) -> None:
+                  idle_ms: float = 100.0, threads: bool = False) -> None:
     """Each prompt is the first turn of a new session (briefing and recall both computed), asked ``idle_ms`` after
     the session is ready (a person types a prompt later than that; 0: a prompt given with the command). In the same
     run, for the same prompts: the first request's time with recall off (one session for all prompts), and
-    memory_search."""
+    memory_search. ``threads``: also each thread group's CPU over the span (recall on and off)."""
     rng = random.Random(7)
     pool = [str(q["question"]) for s in samples for q in questions(s)]
     rng.shuffle(pool)
@@ -446,20 +482,25 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
     await warm.ask(pool[0])
     await warm.close()
     raw: dict[str, dict[str, list[float]]] = {}
+    by_thread: dict[str, dict[str, dict[str, list[float]]]] = {}
     for label, prompts in buckets.items():
+        spent = by_thread[label] = {"on": {}, "off": {}}
         waits, works, briefs, searches, embeds, on_first, off_first = [], [], [], [], [], [], []
         on_cpu, off_cpu = [], []
-        off = Session(root, ident, {"recall": {"enabled": False}, "embeddings": {"query_cache_size": 0}})
+        off = Session(root, ident, {"recall": {"enabled": False}, "embeddings": {"query_cache_size": 0}}, threads)
         await off.start()
         for prompt in prompts:
             # Recall on: each prompt is the first turn of a new session, so its first request gets the briefing
             # and the recall (the most a request waits).
-            session = Session(root, ident, on_config)
+            session = Session(root, ident, on_config, threads)
             await session.start()
             await asyncio.sleep(idle_ms / 1000)
             _, event, _ = await session.ask(prompt)
             on_first.append(session.first_request_ms())
             on_cpu.append(session.first_request_cpu_ms())
+            if threads:
+                for group, ms in session.first_request_threads_ms().items():
+                    spent["on"].setdefault(group, []).append(ms)
             if event:
                 waits.append(float(event.get("waited_ms", 0.0)))
                 works.append(float(event.get("recall_ms", 0.0)))
@@ -477,6 +518,9 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
             await off.ask(prompt)
             off_first.append(off.first_request_ms())
             off_cpu.append(off.first_request_cpu_ms())
+            if threads:
+                for group, ms in off.first_request_threads_ms().items():
+                    spent["off"].setdefault(group, []).append(ms)
         await off.close()
         baseline = statistics.median(off_first)
         added = [max(0.0, t - baseline) for t in on_first]
@@ -499,6 +543,21 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
           "embed: the query embedding of the prompt alone (the floor); "
           "off: prompt:submit to the first request with recall off; search: memory_search through the tool for the "
           "same prompt, same run)")
+    if threads:
+        print_thread_cpu(by_thread)
+
+
+def print_thread_cpu(by_thread: dict[str, dict[str, dict[str, list[float]]]]) -> None:
+    """Each thread group's CPU ms over prompt:submit -> first request, mean with recall on / off, per bucket."""
+    groups = sorted({g for spent in by_thread.values() for side in spent.values() for g in side})
+    print("\nCPU ms by thread group over the same span, mean with recall on / off (the span's /proc reads, ~0.5 ms, "
+          "count in loop):")
+    print(f"{'prompt':<12}" + "".join(f"{g:>20}" for g in groups))
+    for label, spent in by_thread.items():
+        means = [(statistics.fmean(spent["on"].get(g) or [0.0]), statistics.fmean(spent["off"].get(g) or [0.0]))
+                 for g in groups]
+        cells = [f"{on:>12.2f} /{off:>6.2f}" for on, off in means]
+        print(f"{label:<12}" + "".join(cells))
 
 
 async def fill_store(samples: list[dict[str, Any]], root: Path, ident: str, count: int) -> None:
@@ -523,6 +582,54 @@ async def fill_store(samples: list[dict[str, Any]], root: Path, ident: str, coun
     runtime.memory().import_records(records)
     print(f"  filled {count} memories in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     runtime.close()
+
+
+# ------------------------------------------------------------------------------------------- against a base
+
+
+def side_by_side(args: argparse.Namespace) -> int:
+    """The filled store's latency of this tree and of ``args.base`` (its own package, this script) in one run: each
+    round runs both, in alternating order, in fresh processes; their samples are pooled per tree and each run's added
+    and cpu+ are taken against its own recall-off median. Absolute times on a shared machine move with the load; the
+    two columns of one run do not drift apart."""
+    from speed import base_env, extract_base
+
+    workdir = Path(args.store_dir) if args.store_dir else Path(tempfile.mkdtemp(prefix="recall-bench-"))
+    base = extract_base(args.base, workdir / f"base-src-{args.base}")
+    trees: dict[str, dict[str, str] | None] = {"this tree": None, args.base: base_env(base)}
+    pooled: dict[str, dict[str, dict[str, list[float]]]] = {name: {} for name in trees}
+    for round_no in range(args.rounds):
+        order = list(trees.items()) if round_no % 2 == 0 else list(reversed(trees.items()))
+        for name, env in order:
+            out = workdir / f"side-{round_no}-{'base' if env else 'head'}.json"
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--latency-only", "--fill-only", "--store-dir",
+                   str(workdir), "--per-bucket", str(args.per_bucket), "--idle-ms", str(args.idle_ms),
+                   "--samples-json", str(out)]
+            print(f"round {round_no + 1}/{args.rounds}: {name}", file=sys.stderr)
+            subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+            for bucket, cols in json.loads(out.read_text()).items():
+                into = pooled[name].setdefault(bucket, {})
+                for col, values in cols.items():
+                    into.setdefault(col, []).extend(values)
+                for col, on, off in (("added", "on_first", "off_first"), ("cpu+", "on_cpu", "off_cpu")):
+                    baseline = statistics.median(cols[off])
+                    into.setdefault(col, []).extend(max(0.0, v - baseline) for v in cols[on])
+    names = list(trees)
+    print(f"\nLatency at {args.latency_fill} memories, this tree against {args.base} in one run: {args.rounds} rounds "
+          f"x {args.per_bucket} prompts a bucket, trees alternating; ms p50 / p95")
+    columns = ("added", "cpu+", "work", "wait", "search", "embed")
+    print(f"{'prompt':<12}" + "".join(f"{f'{col} {name}':>22}" for col in columns for name in names))
+    for bucket in pooled[names[0]]:
+        cells = []
+        for col in columns:
+            for name in names:
+                p50, p95 = p50_p95(pooled[name][bucket][col])
+                cells.append(f"{p50:>15.1f} /{p95:>5.1f}")
+        print(f"{bucket:<12}" + "".join(cells))
+    print("(added: the target's figure; cpu+: the process's CPU over the same span, all threads; work: the recall's "
+          "own time in its worker; wait: what the request's handler waited; search: memory_search for the same "
+          "prompt; embed: the query embedding alone)")
+    return 0
 
 
 # ------------------------------------------------------------------------------------------- main
@@ -585,7 +692,8 @@ async def main_async(args: argparse.Namespace) -> int:
             await fill_store(all_samples, workdir, ident, args.latency_fill)
             print(f"\nLatency at {args.latency_fill} memories, query cache off:")
             out = Path(args.samples_json) if args.samples_json else None
-            await latency(all_samples, workdir, ident, gate, args.per_bucket, out, args.query_words, args.idle_ms)
+            await latency(all_samples, workdir, ident, gate, args.per_bucket, out, args.query_words, args.idle_ms,
+                          args.threads)
     print(f"\ntotal {time.perf_counter() - started:.0f} s; timings on a shared 2-core machine are noisy: "
           "compare the on/off columns of one run")
     return 0
@@ -608,7 +716,18 @@ def main() -> int:
     parser.add_argument("--idle-ms", type=float, default=100.0,
                         help="latency: ms between a session being ready and its first prompt (0: a prompt given with "
                         "the command)")
-    return asyncio.run(main_async(parser.parse_args()))
+    parser.add_argument("--threads", action="store_true",
+                        help="latency: also each thread group's CPU over the span (Linux; adds the /proc reads to it)")
+    parser.add_argument("--base", help="latency: a git revision measured in the same run, alternating with this tree "
+                        "(the filled store only; its package, this script)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of each tree with --base")
+    args = parser.parse_args()
+    if args.base:
+        if not DATA.exists():
+            print(f"SKIP: LoCoMo data not found at {DATA} (it lives in ../shared/data, outside the repository)")
+            return 0
+        return side_by_side(args)
+    return asyncio.run(main_async(args))
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@
 
 ``--baseline-src DIR`` (another tree of this repository, e.g. ``git archive main | tar -x -C DIR``) runs the
 ``calls`` phase and the alone and shared variants of ``latency`` with that tree's module too, in the same
-run, alternating: before/after figures side by side.
+run, alternating: before/after figures side by side. Repeat it to compare several trees in one run (each
+labelled by its folder's name).
 
 Each worker is a subprocess of this script (``--worker``); it logs every acknowledged write and
 every call as a JSON line, appended and unbuffered, so a SIGKILLed worker's acknowledged writes
@@ -414,8 +415,16 @@ def _spawn(root: Path, logs: Path, name: str, face: str, seconds: float, offset:
 
 
 def _trees(opts: argparse.Namespace) -> list[tuple[str, Path | None]]:
-    """The source trees compared: this one, and the baseline (``--baseline-src``) when given."""
-    return [("this tree", None)] + ([("baseline", opts.baseline_src)] if opts.baseline_src else [])
+    """The source trees compared: this one, and each baseline (``--baseline-src``, repeatable) by its folder's name
+    ("baseline" when there is one)."""
+    baselines = opts.baseline_src or []
+    named = [("baseline" if len(baselines) == 1 else f"baseline {src.name}", src) for src in baselines]
+    return [("this tree", None), *named]
+
+
+def _suffix(tree: str, src: Path | None) -> str:
+    """The label suffix of a tree's variants: none for this one, `` (baseline)`` or `` (baseline NAME)``."""
+    return "" if src is None else f" ({tree})"
 
 
 def _records(logs: Path, name: str | None = None) -> list[dict[str, Any]]:
@@ -626,8 +635,8 @@ def _median_frames(records: list[dict[str, Any]], kind: str) -> float:
 
 def phase_latency(opts: argparse.Namespace, work: Path, base: Path) -> None:
     variants: list[tuple[str, str, Path | None]] = []  # (label, kind, source tree)
-    for _tree, src in _trees(opts):
-        suffix = "" if src is None else " (baseline)"
+    for tree, src in _trees(opts):
+        suffix = _suffix(tree, src)
         variants += [(f"alone{suffix}", "alone", src), (f"shared{suffix}", "shared", src)]
     variants.insert(1, ("separate", "separate", None))
     if not opts.skip_handover:
@@ -668,7 +677,7 @@ def phase_latency(opts: argparse.Namespace, work: Path, base: Path) -> None:
     # the same CPU load, nothing shared) the gap is what sharing itself costs.
     gaps = []
     for tree, src in _trees(opts):
-        suffix = "" if src is None else " (baseline)"
+        suffix = _suffix(tree, src)
         shared, alone, separate = p95[f"shared{suffix}"], p95[f"alone{suffix}"], p95["separate"]
         gaps.append([tree, shared[0] - alone[0], shared[0] - separate[0], shared[1] - alone[1],
                      shared[1] - separate[1]])
@@ -760,16 +769,18 @@ def phase_breakdown(opts: argparse.Namespace, work: Path, base: Path) -> None:
     runs: dict[str, list[dict[str, Any]]] = {}
     loads = [_load_average()]
     for round_no in range(opts.rounds):
-        for label in ("separate", "shared"):
+        # One process alone is the target's reference: what the shared variant adds over it is what to cut.
+        for label in ("alone", "separate", "shared"):
             root, logs = work / f"bd-{label}-{round_no}", work / f"bd-{label}-{round_no}-logs"
             root.mkdir()
             logs.mkdir()
-            identities = [f"{IDENTITY}{i}" if label == "separate" else IDENTITY for i in range(3)]
+            count = 1 if label == "alone" else 3
+            identities = [f"{IDENTITY}{i}" if label == "separate" else IDENTITY for i in range(count)]
             for identity in set(identities):
                 _copy_store(base, root, identity)
             procs = [_spawn(root, logs, f"w{i}", "tools", opts.latency_seconds,
                             FILL_BASE + 3_000_000 + 10_000 * (round_no * 8 + i), identities[i], check=False,
-                            probe=True) for i in range(3)]
+                            probe=True) for i in range(count)]
             for proc in procs:
                 proc.wait()
             runs.setdefault(label, []).extend(_records(logs))
@@ -778,7 +789,8 @@ def phase_breakdown(opts: argparse.Namespace, work: Path, base: Path) -> None:
             print(f"  round {round_no + 1}/{opts.rounds}: {label} done (load {loads[-1]})", flush=True)
     print(f"\n== a memory_store taken apart at {opts.size:,} memories, ms p50 / p95 ({opts.rounds} rounds of "
           f"{opts.latency_seconds:.0f} s per variant; load averages {', '.join(loads)})")
-    keys = ["total", "cpu", "embed", "judge", "near", "hash", "tail", "locked", "lock wait", "requests", "n_requests"]
+    keys = ["total", "cpu", "embed", "judge", "near", "hash", "ctx wait", "tail", "locked", "lock wait", "requests",
+            "n_requests"]
     columns: list[tuple[str, list[dict[str, Any]]]] = []
     for label, records in runs.items():
         # Each worker's first store loaded the model and opened the store: not counted.
@@ -838,9 +850,9 @@ def _wait_done(logs: Path, name: str, timeout_s: float = 900) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--phases", default="share,kill,calls,wire,latency")
-    parser.add_argument("--baseline-src", type=Path, default=None,
+    parser.add_argument("--baseline-src", type=Path, action="append", default=None,
                         help="another source tree of this repository (e.g. `git archive main`): the calls and "
-                             "latency phases run it beside this one, in the same run")
+                             "latency phases run it beside this one, in the same run (repeatable: several trees)")
     parser.add_argument("--seconds", type=float, default=60.0, help="length of the share phase")
     parser.add_argument("--kill-seconds", type=float, default=40.0)
     parser.add_argument("--latency-seconds", type=float, default=20.0, help="length of one latency round")

@@ -229,3 +229,107 @@ def test_a_damaged_vector_is_named_with_its_line(tmp_path: Path) -> None:
     path.write_text(_line(1) + "\n" + json.dumps(good) + "\n")
     with pytest.raises(ImportFileError, match=r"line 2: vectors.dense is not a list of float32"):
         check_import(str(path))
+
+
+def _vector_file(path: Path, n: int) -> None:
+    """``n`` memories with vectors of the local model (random unit vectors: nothing here depends on their
+    meaning), one with a secret to redact and a few with tags, as ``export --with-vectors`` writes them."""
+    import base64
+
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    with open(path, "w", encoding="utf-8") as fh:
+        for i in range(n):
+            line = json.loads(_line(i, "the deploy token is ghp_" + "a1" * 18 if i == 7 else None))
+            if i % 5 == 0:
+                line["tags"] = ["ops", f"t{i}"]
+            vectors = rng.normal(size=(2, 384)).astype("<f4")
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            line["vectors"] = {
+                "model": LOCAL_MODEL_ID,
+                "dense": base64.b64encode(vectors[0].tobytes()).decode(),
+                "ctx": base64.b64encode(vectors[1].tobytes()).decode(),
+            }
+            fh.write(json.dumps(line) + "\n")
+
+
+def _stored(make_runtime: Callable[..., AgentMemory], identity: str) -> dict[str, tuple[Any, dict[str, Any]]]:
+    """Every point of the identity: id -> (vectors, payload without the import's own thread id)."""
+    from amplifier_module_tool_agent_memory.store.query import Scroll
+
+    rt = make_runtime(identity)
+    points, _ = rt.memory().coll.scroll(Scroll(limit=1000, with_vector=True))
+    rt.close()
+    return {str(p.id): (p.vector, {k: v for k, v in p.payload.items() if k not in ("thread", "_sum")}) for p in points}
+
+
+def test_a_child_process_builds_the_memories_and_the_store_gets_what_one_process_writes(
+    root: Path,
+    make_runtime: Callable[..., AgentMemory],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from amplifier_module_tool_agent_memory.maintenance import import_pipeline
+    from amplifier_module_tool_agent_memory.memory.importing import MemoryImporter
+
+    n = 150
+    dump = tmp_path / "with-vectors.jsonl"
+    _vector_file(dump, n)
+    run = _cli(root, capsys)
+    monkeypatch.setattr(import_pipeline, "MIN_RECORDS", n + 1)  # one process
+    code, alone, err = run("import", str(dump), identity="alone")
+    assert code == 0, err
+    from_child: list[int] = []
+    write_points = MemoryImporter.write_points
+
+    def counted(self: MemoryImporter, points: list[Any]) -> None:
+        from_child.append(len(points))
+        write_points(self, points)
+
+    monkeypatch.setattr(MemoryImporter, "write_points", counted)
+    monkeypatch.setattr(import_pipeline, "MIN_RECORDS", n)
+    code, piped, err = run("import", str(dump), identity="piped")
+    assert code == 0, err
+    assert sum(from_child) == n and max(from_child) <= 64  # every memory came from the child, batch by batch
+    assert piped["imported"] == alone["imported"] == n and piped["embedded"] == 0
+    one, two = _stored(make_runtime, "alone"), _stored(make_runtime, "piped")
+    assert set(one) == set(two) and len(one) == n
+    for point_id, (vectors, payload) in one.items():
+        assert two[point_id][0] == vectors  # bit for bit
+        assert two[point_id][1] == payload  # redacted, the context window, seq: all as one process writes them
+    secret = one[str(uuid.UUID(int=8))][1]["content"]
+    assert "ghp_" not in secret and "[REDACTED" in secret
+
+
+def test_a_file_changed_after_the_check_stops_the_child_and_writes_nothing(
+    root: Path, make_runtime: Callable[..., AgentMemory], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from amplifier_module_tool_agent_memory.maintenance import import_pipeline
+    from amplifier_module_tool_agent_memory.maintenance.transfer import memory_writer
+
+    n = 20
+    dump = tmp_path / "with-vectors.jsonl"
+    _vector_file(dump, n)
+    monkeypatch.setattr(import_pipeline, "MIN_RECORDS", n)
+    checked = check_import(str(dump))
+    data = bytearray(dump.read_bytes())
+    data[data.index(b"note number 3")] = ord("N")  # same size, another byte
+    dump.write_bytes(bytes(data))
+    os.utime(dump, ns=(checked.places.stat[1] + 10**9, checked.places.stat[1] + 10**9))
+    rt = make_runtime("bob")
+    try:
+        with pytest.raises(ImportFileError, match="changed"):
+            import_checked(
+                checked,
+                {"memory": memory_writer(rt.memory())},
+                use_vectors=True,
+                memories_first=import_pipeline.write_memories,
+            )
+        assert rt.memory().coll.count() == 0
+    finally:
+        checked.close()
+        rt.close()

@@ -1,13 +1,16 @@
 """The owner's batched request (store/owner.py): several collection calls of one process in one round trip,
 run in order on the real engine, each answered with its own result or error; after a failed call the later
 ones are not run, while opening a collection and its lock and unlock always run (a process's locks stay as it
-counts them). Driven over the owner's real socket with the wire's own framing."""
+counts them). Driven over the owner's real socket with the wire's own framing. Also the owner's single calls
+(upsert_unless, query_unless), packed vectors, and its interpreter's switch interval while it serves."""
 
 from __future__ import annotations
 
 import random
 import socket
+import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +21,7 @@ import pytest
 from amplifier_module_tool_agent_memory.memory.service import MEMORIES
 from amplifier_module_tool_agent_memory.store import query_wire, wire
 from amplifier_module_tool_agent_memory.store.edge import acquire_store, release_store
-from amplifier_module_tool_agent_memory.store.owner import OwnerServer, connect, read_owner
+from amplifier_module_tool_agent_memory.store.owner import SERVING_SWITCH_INTERVAL_S, OwnerServer, connect, read_owner
 from amplifier_module_tool_agent_memory.store.query import Nearest, Scroll, Search, where
 
 DIM = 384
@@ -153,6 +156,32 @@ def test_upsert_unless_writes_once_and_answers_the_point_that_was_there(served: 
     sock.close()
 
 
+def test_query_unless_answers_the_duplicate_or_the_search_in_one_call(served: OwnerServer) -> None:
+    sock = _client(served)
+    assert "r" in _ask(sock, OPEN)
+    near, point = _point(5)
+    point[2]["content_hash"] = "h5"
+    far, other = _point(6)
+    other[2]["content_hash"] = "h6"
+    assert _ask(sock, {"op": "upsert", "c": "memories", "a": {"points": [point, other]}}) == {"r": None}
+    vec = [0.0] * DIM
+    vec[5] = 1.0
+    search = query_wire.encode(Search(Nearest(vec, using="dense"), limit=1, filter=where(kind="note"),
+                                      with_vector=("dense",)))
+
+    def ask(digest: str) -> Any:
+        unless = query_wire.encode(where(content_hash=digest))
+        return _ask(sock, {"op": "query_unless", "c": "memories", "a": {"request": search, "unless": unless}})["r"]
+
+    # No memory with this hash: the search's points, nearest first, with the vector the judgement compares.
+    found, points = ask("h-new")
+    assert found is None and [p["id"] for p in points] == [near]
+    assert wire.point_in(points[0]).vector == {"dense": vec}
+    # A memory with this hash (not the nearest one): its id, and no search run.
+    assert ask("h6") == [far, []]
+    sock.close()
+
+
 def test_vectors_cross_the_socket_packed_and_exact(served: OwnerServer) -> None:
     sock = _client(served)
     assert "r" in _ask(sock, OPEN)
@@ -183,3 +212,49 @@ def test_packing_floats_is_exact_and_leaves_everything_else_alone() -> None:
         assert query_wire.pack_floats(other) is other
     request = Search(Nearest(values[:DIM] * 8, using="dense"), limit=3)
     assert query_wire.decode(query_wire.encode(request)) == request
+
+
+def _until(check: Any, seconds: float = 10.0) -> bool:
+    """Whether ``check()`` came true within ``seconds`` (a serving thread ends after its socket closes)."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_the_switch_interval_is_short_while_another_process_is_served_and_put_back_after(
+    served: OwnerServer,
+) -> None:
+    before = sys.getswitchinterval()
+    assert before > SERVING_SWITCH_INTERVAL_S  # the interpreter's default, 5 ms
+    # A connection that is refused serves no one: nothing changes.
+    info = read_owner(served.store_path)
+    assert info is not None
+    stranger = connect(info)
+    wire.send(stranger, {"token": "0" * 64, "protocol": wire.PROTOCOL})
+    assert "e" in wire.receive(stranger)
+    stranger.close()
+    assert sys.getswitchinterval() == before
+    # Two clients served: short while either is there, the host's own interval back after the last leaves.
+    one, two = _client(served), _client(served)
+    assert sys.getswitchinterval() == pytest.approx(SERVING_SWITCH_INTERVAL_S)
+    one.close()
+    assert _until(lambda: served.connections == 1)
+    assert sys.getswitchinterval() == pytest.approx(SERVING_SWITCH_INTERVAL_S)
+    two.close()
+    assert _until(lambda: served.connections == 0)
+    assert sys.getswitchinterval() == before
+
+
+def test_an_interval_the_host_sets_while_serving_is_kept(served: OwnerServer) -> None:
+    before = sys.getswitchinterval()
+    sock = _client(served)
+    try:
+        sys.setswitchinterval(0.002)  # the host's own choice, made while a client is served
+        sock.close()
+        assert _until(lambda: served.connections == 0)
+        assert sys.getswitchinterval() == pytest.approx(0.002)
+    finally:
+        sys.setswitchinterval(before)

@@ -299,7 +299,7 @@ def _count_requests(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     return requests
 
 
-def test_a_memory_store_through_a_client_sends_three_requests_and_holds_no_lock_across_one(
+def test_a_memory_store_through_a_client_sends_two_requests_and_holds_no_lock_across_one(
     processes: Callable[[str], Proc], make_runtime: Callable[..., AgentMemory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     owner = processes("session-owner")
@@ -313,15 +313,16 @@ def test_a_memory_store_through_a_client_sends_three_requests_and_holds_no_lock_
 
     stored = svc.store(MemoryStoreInput(content=FACTS[1], kind="fact"))
     assert stored.created
-    # The early duplicate check (no lock), the nearest memory of its kind, then the duplicate check again and the
-    # write as one call the owner runs under its lock: no lock is held across a round trip. (Session 6: 8 requests;
-    # session 7: [scroll] [query] [lock+scroll] [upsert] [unlock].)
-    assert requests == [["scroll"], ["query"], ["upsert_unless"]]
+    # The early duplicate check with the nearest memory of its kind (one call, no lock), then the duplicate check
+    # again and the write as one call the owner runs under its lock: no lock is held across a round trip.
+    # (Session 6: 8 requests; session 7: [scroll] [query] [lock+scroll] [upsert] [unlock]; session 8: [scroll]
+    # [query] [upsert_unless].)
+    assert requests == [["query_unless"], ["upsert_unless"]]
 
     requests.clear()
     again = svc.store(MemoryStoreInput(content=FACTS[1], kind="fact"))
     assert again.duplicate and again.id == stored.id
-    assert requests == [["scroll"]]
+    assert requests == [["query_unless"]]
 
     # Acknowledged means in the store, and the lock was released: the owner's own store goes through.
     assert owner.ask("get", ids=[stored.id])["found"] == [stored.id]
@@ -360,11 +361,11 @@ def test_a_duplicate_another_process_stores_after_the_early_check_is_answered_at
     first = owner.ask("store", content=FACTS[0])["id"]
     # The race: the owner's write lands after this process's early check found nothing (the early check is made
     # to miss; the write's own check, at the owner under its lock, must still find the owner's memory).
-    early = svc._find_by_hash
-    monkeypatch.setattr(svc, "_find_by_hash", lambda digest: None)
+    early = svc._nearest_unless_stored
+    monkeypatch.setattr(svc, "_nearest_unless_stored", lambda *args: (None, early(*args)[1]))
     again = svc.store(MemoryStoreInput(content=FACTS[0], kind="fact"))
     assert again.duplicate and not again.created and again.id == first
     assert svc.coll.count() == 1
-    monkeypatch.setattr(svc, "_find_by_hash", early)
+    monkeypatch.setattr(svc, "_nearest_unless_stored", early)
     stored = svc.store(MemoryStoreInput(content=FACTS[1], kind="fact"))
     assert stored.created and owner.ask("get", ids=[stored.id])["found"] == [stored.id]

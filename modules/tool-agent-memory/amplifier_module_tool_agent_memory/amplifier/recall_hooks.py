@@ -20,7 +20,8 @@ ephemeral ``inject_context`` is appended to that one request only. So:
 * the injection never exceeds the session's ``injection_size_limit`` (an injection over it fails the
   whole turn): whole lines are dropped until it fits;
 * a failing store, a timeout or any error injects nothing and is reported in ``memory:recalled``
-  (``reason``); the handlers never raise.
+  (``reason``); the handlers never raise. The event is emitted once the request has left (it reports and
+  changes nothing), not on the request's path.
 
 A sub-agent session (``coordinator.parent_id`` set) gets what ``recall.sub_agents`` says: its own
 prompts' recall without the briefing (default), both, or nothing.
@@ -73,7 +74,7 @@ class Briefing:
 @dataclass
 class SessionRecall:
     """Per session: the turn's running recall, the briefing being read, whether it was given, and every worker
-    still running (the cleanup waits for them before the store they read is released)."""
+    or event still running (the cleanup waits for them: a worker reads the store it releases)."""
 
     wants_briefing: bool
     task: asyncio.Future[TurnWork] | None = None
@@ -210,11 +211,20 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
             logger.exception("recall failed")
             text, payload = "", {"reason": "error"}
         payload["waited_ms"] = round((time.perf_counter() - waited) * 1000, 2)
-        await runtime.emit(RECALLED, payload)
+        emit_after_request(payload)
         if not text:
             return HookResult(action="continue")
         return HookResult(action="inject_context", context_injection=text, context_injection_role="user",
                           ephemeral=True, suppress_output=True)
+
+    def emit_after_request(payload: dict[str, Any]) -> None:
+        """``memory:recalled``, emitted once the request has left: the event only reports, and emitting it
+        (through the session's hooks, its handlers and the activity log) before returning added 2.1 ms p50 /
+        6.2 ms p95 to the first request (loaded machine, docs/recall.md). The orchestrator's next await runs it,
+        within the turn; the session's cleanup waits for it."""
+        task = asyncio.get_running_loop().create_task(runtime.emit(RECALLED, payload))
+        state.running.add(task)
+        task.add_done_callback(state.running.discard)
 
     async def _injection(data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         base: dict[str, Any] = {"iteration": data.get("iteration"), "ids": [], "briefing_ids": [], "tokens": 0}

@@ -420,6 +420,7 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from ..maintenance.import_pipeline import write_memories
     from ..maintenance.transfer import PlanWriter, check_import, check_vectors, import_checked, memory_writer
     from .progress import Progress, wanted
 
@@ -452,6 +453,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                             use_vectors=use_vectors,
                             batch=rt.config.embeddings.batch_size,
                             advance=progress.advance,
+                            memories_first=write_memories,
                         )
                     )
                 finally:

@@ -59,6 +59,9 @@ DEFAULT_BATCH = 256
 
 Advance = Callable[[int], None]
 Vector = list[float]
+# Writes a checked file's memories another way when it can (checked, the memory writer, use_vectors, batch,
+# advance); how many records that wrote (0: none, the import writes them itself).
+MemoriesFirst = Callable[["CheckedImport", "KindWriter", bool, int, "Advance | None"], int]
 
 
 class ImportFileError(InvalidInput):
@@ -233,36 +236,32 @@ def _id_halves(record_id: str) -> tuple[int, int]:
 # Import: the validation pass, then the write pass
 
 
-@dataclass
-class CheckedImport:
-    """A whole import file validated: per kind counts, the vectors' models, and where each record to write is."""
+@dataclass(frozen=True)
+class Places:
+    """Where the records to write are in a checked file, in write order: byte offset, length and CRC-32 of
+    each line, and the file's size and modification time when it was checked. Picklable: an import's child
+    process reads its records from them (maintenance/import_pipeline.py)."""
 
     source: str
-    read: int
-    repeated: int
-    counts: dict[str, int]
-    # Lines with vectors, by (model id, dimension).
-    vector_models: dict[tuple[str, int], int]
-    _file: IO[bytes]
-    _stat: tuple[int, int]
-    # The records to write, in write order: byte offset, length and CRC-32 of each line.
-    _offsets: np.ndarray[Any, Any] = field(repr=False)
-    _lengths: np.ndarray[Any, Any] = field(repr=False)
-    _crcs: np.ndarray[Any, Any] = field(repr=False)
+    stat: tuple[int, int]
+    offsets: np.ndarray[Any, Any] = field(repr=False)
+    lengths: np.ndarray[Any, Any] = field(repr=False)
+    crcs: np.ndarray[Any, Any] = field(repr=False)
 
-    @property
-    def to_write(self) -> int:
-        """Records the import writes (the last line of each repeated id)."""
-        return int(self._offsets.size)
+    def head(self, count: int) -> Places:
+        """The first ``count`` records."""
+        return Places(self.source, self.stat, self.offsets[:count], self.lengths[:count], self.crcs[:count])
 
-    def batches(self, size: int) -> Iterator[list[Line]]:
-        """The records in write order, at most ``size`` at a time, each batch of one kind."""
-        fd = self._file.fileno()
+    def batches(self, fd: int, size: int, start: int = 0) -> Iterator[list[Line]]:
+        """The records from the ``start``-th on, read from ``fd`` and validated again, at most ``size`` at a time,
+        each batch of one kind. Raises :class:`ImportFileError` if the file is not the one checked."""
         st = os.fstat(fd)
-        if (st.st_size, st.st_mtime_ns) != self._stat:
+        if (st.st_size, st.st_mtime_ns) != self.stat:
             raise ImportFileError(f"{self.source} changed after it was checked; nothing was imported")
         batch: list[Line] = []
-        places = zip(self._offsets.tolist(), self._lengths.tolist(), self._crcs.tolist(), strict=True)
+        places = zip(
+            self.offsets[start:].tolist(), self.lengths[start:].tolist(), self.crcs[start:].tolist(), strict=True
+        )
         for offset, length, crc in places:
             raw = os.pread(fd, length, offset)
             if zlib.crc32(raw) != crc:
@@ -274,6 +273,33 @@ class CheckedImport:
             batch.append(line)
         if batch:
             yield batch
+
+
+@dataclass
+class CheckedImport:
+    """A whole import file validated: per kind counts, the vectors' models, and where each record to write is."""
+
+    source: str
+    read: int
+    repeated: int
+    counts: dict[str, int]
+    # Lines with vectors, by (model id, dimension).
+    vector_models: dict[tuple[str, int], int]
+    # Memory lines that carry no vectors (embedded on import).
+    without_vectors: int
+    _file: IO[bytes]
+    places: Places
+    # The file's path, for a child process to open it again (None: standard input, spooled to an unnamed file).
+    path: str | None = None
+
+    @property
+    def to_write(self) -> int:
+        """Records the import writes (the last line of each repeated id)."""
+        return int(self.places.offsets.size)
+
+    def batches(self, size: int, start: int = 0) -> Iterator[list[Line]]:
+        """The records in write order from the ``start``-th on, at most ``size`` at a time, each batch of one kind."""
+        return self.places.batches(self._file.fileno(), size, start)
 
     def close(self) -> None:
         """Close the file (a spooled standard input is deleted)."""
@@ -311,19 +337,19 @@ def check_import(path: str, advance: Advance | None = None) -> CheckedImport:
 
     fh, source = _open_source(path)
     try:
-        return _check(fh, source, advance, np)
+        return _check(fh, source, None if path == "-" else str(Path(path).expanduser()), advance, np)
     except BaseException:
         fh.close()
         raise
 
 
-def _check(fh: IO[bytes], source: str, advance: Advance | None, np: Any) -> CheckedImport:
+def _check(fh: IO[bytes], source: str, path: str | None, advance: Advance | None, np: Any) -> CheckedImport:
     kind_codes = {name: code for code, name in enumerate(KINDS)}
     codes, id_hi, id_lo, keys = array("B"), array("Q"), array("Q"), array("q")
     offsets, lengths, crcs = array("q"), array("q"), array("I")
     vector_models: dict[tuple[str, int], int] = {}
     errors: list[str] = []
-    error_count = total = number = position = 0
+    error_count = total = number = position = without_vectors = 0
     fh.seek(0)
     for raw in fh:
         number += 1
@@ -357,6 +383,8 @@ def _check(fh: IO[bytes], source: str, advance: Advance | None, np: Any) -> Chec
         if line.vectors is not None and line.model is not None:
             shape = (line.model, len(line.vectors[0]))
             vector_models[shape] = vector_models.get(shape, 0) + 1
+        elif line.kind.vector_names:
+            without_vectors += 1
         if advance is not None:
             advance(1)
     if error_count:
@@ -387,11 +415,16 @@ def _check(fh: IO[bytes], source: str, advance: Advance | None, np: Any) -> Chec
         repeated=total - int(order.size),
         counts=counts,
         vector_models=vector_models,
+        without_vectors=without_vectors,
         _file=fh,
-        _stat=(st.st_size, st.st_mtime_ns),
-        _offsets=pick(offsets, np.int64),
-        _lengths=pick(lengths, np.int64),
-        _crcs=pick(crcs, np.uint32),
+        places=Places(
+            source,
+            (st.st_size, st.st_mtime_ns),
+            pick(offsets, np.int64),
+            pick(lengths, np.int64),
+            pick(crcs, np.uint32),
+        ),
+        path=path,
     )
 
 
@@ -413,16 +446,22 @@ def import_checked(
     use_vectors: bool,
     batch: int = DEFAULT_BATCH,
     advance: Advance | None = None,
+    memories_first: MemoriesFirst | None = None,
 ) -> dict[str, Any]:
     """Write a checked file, ``batch`` records at a time; the writers' summaries (their counts summed).
 
     ``writers`` builds the writer of each kind when the file has records of it. With
     ``use_vectors`` the records' own vectors are written (call :func:`check_vectors` first);
-    without, every record is embedded.
+    without, every record is embedded. ``memories_first`` may write the memories (which come first
+    in write order) another way: ``import_pipeline.write_memories``, with a child process.
     """
     open_writers: dict[str, KindWriter] = {}
     try:
-        for lines in checked.batches(batch):
+        start = 0
+        if memories_first is not None and checked.counts.get(MEMORY) and MEMORY in writers:
+            open_writers[MEMORY] = writers[MEMORY]()
+            start = memories_first(checked, open_writers[MEMORY], use_vectors, batch, advance)
+        for lines in checked.batches(batch, start):
             kind = lines[0].kind.name
             if kind not in open_writers:
                 factory = writers.get(kind)

@@ -26,14 +26,17 @@ if TYPE_CHECKING:
 
 Vector = list[float]
 # Writes between two engine checkpoints during an import (instead of the store's 200): a crash replays at
-# most this many journal records on the next open (2,000 memories: ~40 ms, store/journal.py INDEX_EVERY).
-BULK_CHECKPOINT_EVERY = 2_000
+# most this many journal records on the next open (~0.2 s). A flush costs about the same wall time whatever
+# it flushes (engine_write_floor.py at 25k: 355 us a memory flushing every 2,000, 108 every 10,000: fsyncs).
+BULK_CHECKPOINT_EVERY = 10_000
 # Every this many memories an import unmaps the store files' pages it wrote (they stay in the OS page cache)
 # and trims the heap: an engine's vector files are memory-mapped, so a process writing 1M memories would
 # otherwise count 3 GB of them in its RSS.
 RELEASE_EVERY = 10_000
 # A record's own vectors: (dense, ctx), or None to embed it.
 RecordVectors = tuple[Vector, ...] | None
+# A memory as written: its id, its two vectors by name, its payload.
+ImportedPoint = tuple[str, dict[str, Vector], dict[str, Any]]
 # A batch waiting to be written: records, the memory each is stored as, their vectors, which are being
 # embedded, and that embedding.
 _Pending = tuple[
@@ -131,13 +134,29 @@ class MemoryImporter:
             for k, i in enumerate(todo):
                 own[i] = (embedded[k], embedded[len(todo) + k])
             self.embedded += len(todo)
-        points = []
-        for rec, memory, pair in zip(records, built, own, strict=True):
-            assert pair is not None and len(pair) == 2
-            # The context vector embeds the window alone; BM25 also indexes the restated wordings.
-            if memory.restated:
-                memory = memory.updated(ctx_text=searchable_context(memory.ctx_text, memory.restated))
-            points.append((rec.id, {DENSE: pair[0], CTX: pair[1]}, memory.to_payload()))
+        self._store([self._point(rec, memory, pair) for rec, memory, pair in zip(records, built, own, strict=True)])
+
+    @staticmethod
+    def _point(rec: MemoryRecord, memory: StoredMemory, pair: RecordVectors) -> ImportedPoint:
+        assert pair is not None and len(pair) == 2
+        # The context vector embeds the window alone; BM25 also indexes the restated wordings.
+        if memory.restated:
+            memory = memory.updated(ctx_text=searchable_context(memory.ctx_text, memory.restated))
+        return (rec.id, {DENSE: pair[0], CTX: pair[1]}, memory.to_payload())
+
+    def points(self, records: Sequence[MemoryRecord], vectors: Sequence[RecordVectors]) -> list[ImportedPoint]:
+        """Records that carry their vectors, as the points they are stored as (secrets redacted, one step
+        further along the import's thread each), written by :meth:`write_points`. A child process of an
+        import builds them (maintenance/import_pipeline.py) while this one writes the batch before."""
+        return [self._point(rec, self._memory(rec), pair) for rec, pair in zip(records, vectors, strict=True)]
+
+    def write_points(self, points: list[ImportedPoint]) -> None:
+        """Write points built by :meth:`points` (here or in a child process with this import's ``thread``)."""
+        self._flush()
+        self.written += len(points)
+        self._store(points)
+
+    def _store(self, points: list[ImportedPoint]) -> None:
         self.coll.upsert(points)
         self._unreleased += len(points)
         self._since_build += len(points)

@@ -94,6 +94,9 @@ CHANGES_REMEMBERED = 4096
 MAX_POSSIBLE_UPDATES = ANNOUNCED_CANDIDATES
 
 
+# A stored memory near a new one: (the memory, its cosine to the new one, its dense vector).
+Nearby = tuple[Member, float, list[float]]
+
 _BACKGROUND: ThreadPoolExecutor | None = None
 _BACKGROUND_LOCK = threading.Lock()
 
@@ -251,17 +254,27 @@ class MemoryService:
         records, _ = self.coll.scroll(Scroll(limit=1, filter=where(content_hash=digest), with_payload=False))
         return str(records[0].id) if records else None
 
-    def _nearest_same_kind(self, vec: list[float], kind: str, limit: int) -> list[tuple[Member, float, list[float]]]:
-        """The ``limit`` stored memories of ``kind`` nearest to ``vec``: (memory, cosine, its dense vector), nearest
-        first."""
-        points = self.coll.query(
-            Search(Nearest(vec, using=DENSE), limit=limit, filter=where(kind=kind), with_vector=(DENSE,))
-        )
+    def _nearest_unless_stored(
+        self, digest: str, vec: list[float], content: str, kind: str
+    ) -> tuple[str | None, list[Nearby]]:
+        """(the id of a stored memory with this content hash, []), or (None, the stored memories of ``kind``
+        nearest to ``vec``, nearest first): the early duplicate check and the judgement's candidates in one store
+        call (one round trip for a process sharing the store). A statement that says it changes something is
+        compared with a few more (``compare.announced_update``)."""
+        limit = ANNOUNCED_CANDIDATES if self._announcing(content, kind) else COMPARE_CANDIDATES
+        search = Search(Nearest(vec, using=DENSE), limit=limit, filter=where(kind=kind), with_vector=(DENSE,))
+        existing, points = self.coll.query_unless(search, where(content_hash=digest))
         found = []
         for p in points:
             vector = (p.vector or {}).get(DENSE) if isinstance(p.vector, dict) else None
             found.append((Member(str(p.id), dict(p.payload or {})), float(p.score), list(vector or [])))
-        return found
+        return existing, found
+
+    @staticmethod
+    def _announcing(content: str, kind: str) -> bool:
+        """A statement of an updatable kind that says it changes something: told with its reasons, it may be
+        neither the nearest nor near, so it is compared with more candidates."""
+        return kind in UPDATABLE_KINDS and says_a_change(content)
 
     def _with_stored_vector(self, memory_id: str, vec: list[float]) -> tuple[list[float], list[float]] | None:
         """(the stored dense vector of ``memory_id``, ``vec``): the comparison then embeds nothing."""
@@ -276,7 +289,7 @@ class MemoryService:
         a, b = vectors if vectors is not None else self.embedder.embed_documents([text, content])
         return compared(text, content, cosine(a, b))
 
-    def _judge(self, content: str, vec: list[float], kind: str) -> Judgement:
+    def _judge(self, content: str, vec: list[float], kind: str, nearest: list[Nearby]) -> Judgement:
         """Compare a new memory with the nearest stored ones of its kind: restatement, change, or neither.
 
         Memories at least ``near_duplicate_threshold`` similar are compared, nearest first, and
@@ -285,10 +298,8 @@ class MemoryService:
         new one is compared with the newest of that chain, so a restatement of the current
         value merges into it, and a value changed back (100 -> 200 -> 100) is a change.
         """
-        # A statement that says it changes something is compared with a few more memories, however far:
-        # told with its reasons, it may be neither the nearest nor near (``compare.announced_update``).
-        announcing = kind in UPDATABLE_KINDS and says_a_change(content)
-        nearest = self._nearest_same_kind(vec, kind, ANNOUNCED_CANDIDATES if announcing else COMPARE_CANDIDATES)
+        # ``nearest`` (:meth:`_nearest_unless_stored`): an announcing statement brings a few more, however far.
+        announcing = self._announcing(content, kind)
         possible: dict[str, Possible] = {}
         for rank, (member, similarity, stored_vec) in enumerate(nearest):
             # A far memory (past the nearest, or under the cosine) is only ever replaced, never merged into.
@@ -404,18 +415,26 @@ class MemoryService:
         ctx_future = self._embed_ctx(ctx) if embeds_ctx and not self.coll.local_reads else None
         duplicate: StoreOutcome | None = None
         try:
-            # No lock: each is one read, and both are checked again at the write.
-            existing = self._find_by_hash(digest)
+            # No lock: each is one read, and both are checked again at the write. A declared update checks its
+            # target before embedding the memory.
+            existing = self._find_by_hash(digest) if inp.supersedes is not None or self.coll.local_reads else None
+            if existing is None and inp.supersedes is not None:
+                self._declared(inp.supersedes, inp.kind)
+            if existing is None and embeds_ctx and ctx_future is None:
+                ctx_future = self._embed_ctx(ctx)
+            nearest: list[Nearby] = []
+            if existing is None:
+                dense = self.embedder.embed_documents([content])[0]
+                if inp.supersedes is None:
+                    # The duplicate check goes with the near-match query, after the memory's embedding: a process
+                    # sharing the store waits for one round trip there instead of two (a duplicate stored by
+                    # another process costs its embedding now; one this process stored is in the embedding cache).
+                    existing, nearest = self._nearest_unless_stored(digest, dense, content, inp.kind)
             if existing is not None:
                 duplicate = StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
                 return duplicate
-            if inp.supersedes is not None:
-                self._declared(inp.supersedes, inp.kind)  # refuse a bad target before embedding the memory
-            if embeds_ctx and ctx_future is None:
-                ctx_future = self._embed_ctx(ctx)
-            dense = self.embedder.embed_documents([content])[0]
             # Judged outside the store lock; what it points at is checked again under the lock.
-            judgement = Judgement() if inp.supersedes is not None else self._judge(content, dense, inp.kind)
+            judgement = Judgement() if inp.supersedes is not None else self._judge(content, dense, inp.kind, nearest)
         finally:
             if ctx_future is not None and duplicate is not None:
                 # A duplicate is answered at once: its context run, if started, ends on its own (dropped).

@@ -187,6 +187,10 @@ class Collection(Protocol):
         """A scored search, best first."""
         ...
 
+    def query_unless(self, search: Search, unless: Filter) -> tuple[str | None, list[StoredPoint]]:
+        """(the id of a point ``unless`` matches, []), or (None, the search's points): one read, no lock."""
+        ...
+
     def scroll(self, scroll: Scroll) -> tuple[list[StoredPoint], Any]:
         """One page of points and the offset of the next page (None at the end)."""
         ...
@@ -469,6 +473,18 @@ class BaseCollection(ABC):
                 return str(found[0].id)
             self.upsert(points)
             return None
+
+    def query_unless(self, search: Search, unless: Filter) -> tuple[str | None, list[StoredPoint]]:
+        """(the id of a point ``unless`` matches, []), or (None, the search's points).
+
+        A store's early duplicate check and its nearest memories as one call: a process sharing the store sends
+        them as one request (one round trip it waits for instead of two). No lock: both are reads, and the
+        write checks ``unless`` again under the lock (:meth:`upsert_unless`).
+        """
+        found, _ = self.scroll(Scroll(limit=1, filter=unless, with_payload=False))
+        if found:
+            return str(found[0].id), []
+        return None, self.query(search)
 
     def _rewrite_payload(self, point_id: str, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
         with self.lock:

@@ -591,6 +591,15 @@ class SharedCollection:
         """A scored search."""
         return _points(self._run("query", lambda: {"request": query_wire.encode(request)}, lambda c: c.query(request)))
 
+    def query_unless(self, request: Search, unless: Filter) -> tuple[str | None, list[StoredPoint]]:
+        """(the id of a point ``unless`` matches, []), or (None, the search's points): one request."""
+        found, points = self._run(
+            "query_unless",
+            lambda: {"request": query_wire.encode(request), "unless": query_wire.encode(unless)},
+            lambda c: c.query_unless(request, unless),
+        )
+        return (None if found is None else str(found)), _points(points)
+
     def scroll(self, request: Scroll) -> tuple[list[StoredPoint], Any]:
         """One page of points and the offset of the next page (None at the end)."""
         result = self._run("scroll", lambda: {"request": query_wire.encode(request)}, lambda c: c.scroll(request))
