@@ -25,6 +25,7 @@ import struct
 from pathlib import Path
 
 from ..errors import ConfigError, StoreDamagedError
+from .child_build import build_folder
 from .space import allocated_bytes
 
 logger = logging.getLogger(__name__)
@@ -143,6 +144,9 @@ def remove_interrupted_builds(shard: Path) -> int:
     """
     freed = 0
     leftovers: list[Path] = []
+    child = build_folder(shard)  # a child process's build that never got swapped in (see child_build)
+    if child.is_dir():
+        leftovers.append(child)
     temp = shard / "temp_segments"
     if temp.is_dir():
         leftovers.extend(temp.iterdir())
