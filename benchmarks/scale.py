@@ -187,6 +187,7 @@ def _skip_builds() -> None:
 
 
 def worker_import(opts: argparse.Namespace) -> dict[str, Any]:
+    import resource
     import shutil
 
     root = _root(opts, opts.n)
@@ -205,6 +206,8 @@ def worker_import(opts: argparse.Namespace) -> dict[str, Any]:
         "cpu_s": round(result["cpu_s"], 1),
         "per_cpu_s": round(result["imported"] / result["cpu_s"], 1),
         "peak_rss_mb": round(peak_rss_mb(), 1),
+        # The reader process of an import with vectors (maintenance/import_pipeline.py), 0 when none ran.
+        "child_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
     }
 
 
