@@ -264,6 +264,16 @@ class StorageConfig(_Strict):
         "the holder is then taken to be a process that does not share (an older version, `agent-memory repair`).",
     )
 
+    # A query holds the GIL while it waits on the pool (every Python thread stands still), and Edge's own pool
+    # is one thread per CPU it sees (8 in a 2-core container): see docs/recall.md, Latency, for the figures.
+    search_threads: int | None = Field(
+        None,
+        ge=0,
+        le=64,
+        description="Embedded store: threads of each shard's search pool, applied at every open (None: one per "
+        "core, at most 2; 0: Qdrant Edge's own, one per CPU it sees). Results do not depend on it.",
+    )
+
     @field_validator("collection_prefix")
     @classmethod
     def _no_separator(cls, value: str) -> str:
