@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from amplifier_module_tool_agent_memory.errors import ConfigError
 from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
 from amplifier_module_tool_agent_memory.memory.models import MemorySearchInput, MemoryStoreInput
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
-from amplifier_module_tool_agent_memory.store.edge_settings import SEARCH_THREADS_MAX
+from amplifier_module_tool_agent_memory.store.edge_settings import SEARCH_THREADS
 
 FACTS = [
     "The staging cluster runs in eu-west-1.",
@@ -47,11 +46,11 @@ def test_every_open_applies_the_search_pool_setting(root: Path, embedder: Cached
     rt = open_runtime(root)
     rt.memory().store(MemoryStoreInput(content=FACTS[0]))
     rt.close()
-    assert persisted_pool(root) == min(os.cpu_count() or 1, SEARCH_THREADS_MAX)
+    assert persisted_pool(root) == SEARCH_THREADS
 
     # An existing store whose shards persisted another pool size (Edge's own, as every store before the
     # setting did) opens with the current setting.
-    for setting, persisted in ((0, "Edge's own"), (1, 1), (None, min(os.cpu_count() or 1, SEARCH_THREADS_MAX))):
+    for setting, persisted in ((0, "Edge's own"), (2, 2), (None, SEARCH_THREADS)):
         rt = open_runtime(root) if setting is None else open_runtime(root, search_threads=setting)
         assert len(search(rt, "staging cluster")) == 1
         rt.close()

@@ -266,12 +266,13 @@ class StorageConfig(_Strict):
 
     # A query holds the GIL while it waits on the pool (every Python thread stands still), and Edge's own pool
     # is one thread per CPU it sees (8 in a 2-core container): see docs/recall.md, Latency, for the figures.
-    search_threads: int | None = Field(
-        None,
+    search_threads: int = Field(
+        1,
         ge=0,
         le=64,
-        description="Embedded store: threads of each shard's search pool, applied at every open (None: one per "
-        "core, at most 2; 0: Qdrant Edge's own, one per CPU it sees). Results do not depend on it.",
+        description="Embedded store: threads of each shard's search pool, applied at every open (0: Qdrant Edge's "
+        "own, one per CPU it sees). One cost the least at 10k memories; a store of many segments on an idle "
+        "machine with cores to spare may search faster with more. Results do not depend on it.",
     )
 
     @field_validator("collection_prefix")

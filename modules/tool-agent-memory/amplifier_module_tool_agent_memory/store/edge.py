@@ -201,7 +201,7 @@ class IdentityStore:
     read_only: bool = False
     # When the engine purge after a forget runs (promptly, or once the collection is idle: see PurgePolicy).
     purge: PurgePolicy = field(default_factory=PurgePolicy)
-    # Each shard's search pool size (None: one thread per core, at most edge_settings.SEARCH_THREADS_MAX).
+    # Each shard's search pool size (None: edge_settings.SEARCH_THREADS; 0: Qdrant Edge's own).
     search_threads: int | None = None
     data_path: Path = field(default=Path())
     gate: DiskGate = field(default_factory=lambda: DiskGate(Path()))

@@ -20,10 +20,12 @@ if TYPE_CHECKING:
 # Any deleted point makes its segment due for a vacuum (Qdrant's default waits for 20%).
 VACUUM_DELETED_SHARE = 1e-9
 
-# Search pool threads per shard at most, by default. Edge's own default is one per CPU it sees (8 on a
-# 2-core container), and a query holds the GIL while it waits on the pool: every Python thread of the
-# process stands still for it, so a pool larger than the cores only adds switching.
-SEARCH_THREADS_MAX = 2
+# Search pool threads per shard by default. Edge's own default is one per CPU it sees (8 on a 2-core
+# container), and a query holds the GIL while it waits on the pool: every Python thread of the process
+# stands still for it. At 10k memories (one segment) one thread cost the least: recall's first request's
+# CPU 19.3 / 24.6 ms p50 / p95 with 1, 22.3 / 29.1 with 2, 26.8 / 33.0 with Edge's 8 (<= 15-word prompts,
+# benchmarks/recall.py --vs-search-threads 1,2,0, one run, load ~25), results identical.
+SEARCH_THREADS = 1
 
 
 def tier(memory: MemoryTier | None) -> qdrant_edge.Memory | None:
@@ -125,10 +127,10 @@ def edge_config(spec: CollectionSpec, dim: int, threads: int | None = None) -> q
 
 
 def search_threads(setting: int | None) -> int | None:
-    """The search pool size a shard is opened with: ``setting``, else one thread per core up to
-    :data:`SEARCH_THREADS_MAX`; ``0`` (or ``None`` returned): Qdrant Edge's own (one per CPU it sees)."""
+    """The search pool size a shard is opened with: ``setting``, else :data:`SEARCH_THREADS`; ``0`` (``None``
+    returned): Qdrant Edge's own (one per CPU it sees)."""
     if setting is None:
-        return min(os.cpu_count() or 1, SEARCH_THREADS_MAX)
+        return SEARCH_THREADS
     return setting or None
 
 
