@@ -23,6 +23,7 @@ from amplifier_module_tool_agent_memory.memory.models import MemoryRecord, Memor
 from amplifier_module_tool_agent_memory.memory.service import MEMORIES
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 from amplifier_module_tool_agent_memory.store.edge_collection import INDEX_IN_CALL_FACTOR, EdgeCollection
+from amplifier_module_tool_agent_memory.store.purge import PURGE_MAX_WAIT_S
 
 IDLE_S = 30.0
 
@@ -82,7 +83,7 @@ def test_a_store_that_crosses_the_threshold_schedules_the_build_and_it_runs_once
     assert [_found(rt, fact)[0] for fact in DISTINCT_FACTS[:5]] == list(DISTINCT_FACTS[:5])
 
 
-def test_writes_that_never_pause_get_the_build_in_the_call_past_a_bound(
+def test_writes_that_never_pause_get_the_build_without_waiting_for_a_pause_past_a_bound(
     make_runtime: Callable[..., AgentMemory], root: Path, purge_timer: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rt = _runtime(make_runtime, root, purge_timer)
@@ -96,10 +97,15 @@ def test_writes_that_never_pause_get_the_build_in_the_call_past_a_bound(
         purge_timer.advance(1)  # never idle
         assert not coll.run_index_build_if_due()
     assert coll.unindexed_count() == stored  # below the bound: still waiting for a pause
+    assert coll.index_build_waits_for_idle
     rt.memory().store(MemoryStoreInput(content=DISTINCT_FACTS[2 * INDEX_IN_CALL_FACTOR - 1]))
-    # 2 x INDEX_IN_CALL_FACTOR unindexed: that store built the index itself, bounding the brute-force scan.
-    assert coll.unindexed_count() == 0
-    assert coll.index_builds == 0  # not the scheduled build: the call's own
+    # 2 x INDEX_IN_CALL_FACTOR unindexed: the build no longer waits for a pause, and not in the call either (it
+    # runs in a child process while the calls go on): it is due once the requests were quiet for a moment.
+    assert coll.unindexed_count() == 2 * INDEX_IN_CALL_FACTOR
+    assert coll.index_build_pending and not coll.index_build_waits_for_idle
+    purge_timer.advance(PURGE_MAX_WAIT_S)  # still no idle pause: writes every second would not stop it
+    assert coll.run_index_build_if_due()
+    assert coll.unindexed_count() == 0 and coll.index_builds == 1
 
 
 def test_closing_drops_a_waiting_build_and_the_next_writer_schedules_it_again(

@@ -86,6 +86,19 @@ def test_persisting_compacts_the_written_ids_into_the_arrays_and_they_stay_chang
     assert index.ids() == ["plain-id", *(pid for pid in ids if pid != ids[3])]
 
 
+def test_ids_that_share_their_high_half_are_found_by_their_low_half() -> None:
+    # UUID(int=n) ids (the scale benchmark's) all have the high half 0, and a few share a low half too.
+    ids = [str(uuid.UUID(int=n)) for n in range(1, 2001)] + [str(uuid.UUID(int=(5 << 64) | n)) for n in (1, 7)]
+    index = LiveIndex()
+    for n, pid in enumerate(ids):
+        index.add(pid, n)
+    loaded = _reloaded(index)
+    assert [loaded.get(pid) for pid in ids] == [[n] for n in range(len(ids))]
+    assert loaded.get(str(uuid.UUID(int=2001))) is None and loaded.get(str(uuid.UUID(int=(5 << 64) | 2))) is None
+    assert loaded.pop(ids[999]) == [999] and ids[999] not in loaded and ids[1000] in loaded
+    assert str(uuid.UUID(int=(4 << 64) | 1)) not in loaded and ids[-1] in loaded
+
+
 def test_a_non_canonical_uuid_spelling_is_kept_as_written() -> None:
     upper = str(uuid.uuid4()).upper()
     index = LiveIndex()

@@ -45,11 +45,12 @@ def fits(checked: CheckedImport, use_vectors: bool) -> bool:
     )
 
 
-def _build_points(path: str, places: Places, size: int, thread: str, out: Any) -> None:
-    """The child: every memory of ``places`` as the points they are stored as, batch by batch, into ``out``."""
+def _build_points(path: str, size: int, thread: str, inbox: Any, out: Any) -> None:
+    """The child: every memory of the places it is sent, as the points they are stored as, batch by batch."""
     from ..memory.importing import MemoryImporter
 
     try:
+        places: Places = inbox.get()
         builder = MemoryImporter(None, None, 0)  # type: ignore[arg-type]  # builds points only: no store here
         builder.thread = thread
         with open(path, "rb") as fh:
@@ -60,6 +61,18 @@ def _build_points(path: str, places: Places, size: int, thread: str, out: Any) -
         out.put(("changed", str(exc)))
     except BaseException as exc:  # reported to the parent, which raises it: the child has no one else to tell
         out.put(("failed", f"{type(exc).__name__}: {exc}"))
+
+
+def _next(out: Any, child: Any) -> tuple[str, Any]:
+    """The child's next message; raises if it stopped without one (its last messages are read first)."""
+    while True:
+        alive = child.is_alive()
+        try:
+            kind, value = out.get(timeout=POLL_S)
+            return str(kind), value
+        except queue.Empty:
+            if not alive:  # dead before this wait began, and nothing came since: nothing more will
+                raise RuntimeError(f"the import's reader process stopped (exit code {child.exitcode})") from None
 
 
 def write_memories(
@@ -77,22 +90,21 @@ def write_memories(
     count = checked.counts.get(MEMORY, 0)
     assert checked.path is not None
     context = multiprocessing.get_context("spawn")
+    # The places (20 bytes a record: 20 MB at a million) go through a queue, not the start arguments: a queue's
+    # feeder thread writes them, so a child that dies while starting cannot leave this thread blocked on a pipe.
+    inbox: Any = context.Queue(maxsize=1)
     out: Any = context.Queue(maxsize=QUEUED)
     child = context.Process(
         target=_build_points,
-        args=(checked.path, checked.places.head(count), size, importer.thread, out),
+        args=(checked.path, size, importer.thread, inbox, out),
         name="agent-memory-import-reader",
         daemon=True,
     )
     child.start()
+    inbox.put(checked.places.head(count))
     try:
         while True:
-            try:
-                kind, value = out.get(timeout=POLL_S)
-            except queue.Empty:
-                if not child.is_alive():
-                    raise RuntimeError(f"the import's reader process stopped (exit code {child.exitcode})") from None
-                continue
+            kind, value = _next(out, child)
             if kind == "done":
                 return count
             if kind == "changed":
@@ -106,5 +118,6 @@ def write_memories(
         if child.is_alive():
             child.terminate()
         child.join()
-        out.close()
-        out.join_thread()
+        for channel in (inbox, out):
+            channel.cancel_join_thread()  # what the child did not read is dropped, never waited for
+            channel.close()

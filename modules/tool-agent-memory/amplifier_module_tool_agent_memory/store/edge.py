@@ -51,7 +51,7 @@ from .files import check_shard, open_no_follow, refuse_links, remove_interrupted
 from .journal import Journal
 from .memtrim import release_heap, release_mapped_pages
 from .purge import PurgePolicy
-from .rebuild import journal_from_engine, rebuild_shard, replay_journal
+from .rebuild import journal_from_engine, rebuild_shard, replay_into, replay_journal
 from .registry import STORES
 from .space import DiskGate, allocated_bytes, is_read_only, open_need
 
@@ -104,7 +104,15 @@ def _open_collection(store: IdentityStore, spec: CollectionSpec) -> EdgeCollecti
     shard = _load_shard(path, spec, store.dim, hint, search_threads(store.search_threads))
     journal = Journal(store.data_path / JOURNAL_DIR / spec.name, read_only=gate.read_only)
     coll = EdgeCollection(
-        spec.name, shard, len(spec.vectors), path=path, gate=gate, journal=journal, repair_hint=hint, purge=store.purge
+        spec.name,
+        shard,
+        len(spec.vectors),
+        path=path,
+        gate=gate,
+        journal=journal,
+        repair_hint=hint,
+        purge=store.purge,
+        replay=replay_into,
     )
     try:
         journal.open()

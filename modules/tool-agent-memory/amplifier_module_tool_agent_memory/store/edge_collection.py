@@ -8,15 +8,19 @@ forget (Edge's vacuum, see :mod:`.purge`).
 from __future__ import annotations
 
 import logging
+import subprocess
+import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AgentMemoryError, StoreDamagedError
+from . import child_build
 from .contract import DENSE, BaseCollection, NamedPoint, StoredPoint
 from .edge_query import to_filter, to_query_request, to_scroll_request
 from .edge_settings import vacuums
-from .journal import CHECKPOINT_EVERY, Journal
+from .journal import CHECKPOINT_EVERY, Entry, Journal
 from .purge import DebouncedJob, PurgePolicy
 from .query import Filter, Scroll, Search
 from .space import DiskGate, allocated_bytes
@@ -68,9 +72,20 @@ class EdgeCollection(BaseCollection):
         journal: Journal | None = None,
         repair_hint: str = "run `agent-memory repair`",
         purge: PurgePolicy | None = None,
+        replay: Callable[[BaseCollection, Iterable[Entry]], int] | None = None,
     ) -> None:
+        """``replay`` applies journal entries to the engine (:func:`.rebuild.replay_into`): given, scheduled
+        index builds run in a child process and are swapped in (:mod:`.child_build`); without it, in-process."""
         super().__init__(name, vector_count, gate)
         self.shard = shard
+        self._replay = replay
+        # Held around every engine read and around a child build's swap (which closes and reloads the shard),
+        # so no read meets a closed shard. Reads are serialised by the engine's hold on the GIL anyway.
+        self._shard_gate = threading.RLock()
+        self._child: subprocess.Popen[bytes] | None = None
+        self._closing = False
+        # What the last child build's swap spent, step by step (ms; benchmarks/build_wait.py prints it).
+        self.last_swap_ms: dict[str, float] = {}
         self.path = path
         self.journal = journal
         self.repair_hint = repair_hint
@@ -81,8 +96,13 @@ class EdgeCollection(BaseCollection):
         self.purge_policy = purge or PurgePolicy()
         policy = self.purge_policy
         self._engine_purge = DebouncedJob(
-            name, self.purge_engine, policy.quiet_s, policy.max_wait_s, policy.idle_s,
-            clock=policy.clock, background=policy.background,
+            name,
+            self.purge_engine,
+            policy.quiet_s,
+            policy.max_wait_s,
+            policy.idle_s,
+            clock=policy.clock,
+            background=policy.background,
         )
         # Index builds wait for the collection to be idle like the large purges: Edge's optimize() holds the
         # GIL for the whole build (measured: a Python thread made no progress during a 26 s build), so a
@@ -90,8 +110,13 @@ class EdgeCollection(BaseCollection):
         # calls, it lands in a pause between them instead of inside the write that crossed the threshold.
         self._index_min = 0
         self._index_job = DebouncedJob(
-            f"{name}-index", self._scheduled_build, policy.quiet_s, policy.max_wait_s, policy.idle_s,
-            clock=policy.clock, background=policy.background,
+            f"{name}-index",
+            self._scheduled_build,
+            policy.quiet_s,
+            policy.max_wait_s,
+            policy.idle_s,
+            clock=policy.clock,
+            background=policy.background,
         )
         # A shard created before the vacuum setting would only build indexes early: it is purged by repair.
         self.vacuums = path is not None and vacuums(path)
@@ -170,8 +195,13 @@ class EdgeCollection(BaseCollection):
 
     def unindexed_count(self) -> int:
         """Points whose vectors are not in the HNSW index yet (searched by brute force)."""
-        info = self.shard.info()
+        with self._shard_gate:
+            info = self.shard.info()
         return max(0, int(info.points_count) - int(info.indexed_vectors_count) // max(1, self.vector_count))
+
+    def _read(self, call: Callable[[], Any]) -> Any:
+        with self._shard_gate:
+            return super()._read(call)
 
     def optimize(self) -> None:
         """Index every unindexed vector now (blocking: Edge runs no optimizer in the background)."""
@@ -182,18 +212,103 @@ class EdgeCollection(BaseCollection):
     def index_soon(self, min_unindexed: int) -> None:
         """Build the index once the collection is idle (no write, search or scroll for the purge policy's
         ``idle_s``) when at least ``min_unindexed`` points are unindexed; meanwhile searches scan those points
-        exactly. Past :data:`INDEX_IN_CALL_FACTOR` times that many (writes that never pause), it builds now."""
+        exactly. Past :data:`INDEX_IN_CALL_FACTOR` times that many (writes that never pause), it builds without
+        waiting for a pause: in a child process when the collection has one (:meth:`build_in_child`, the calls go
+        on meanwhile), else now, in the call."""
         unindexed = self.unindexed_count()
         if unindexed < min_unindexed:
             return
-        if unindexed >= INDEX_IN_CALL_FACTOR * min_unindexed:
-            self.index_if_needed(min_unindexed)
-            return
         self._index_min = min_unindexed
+        if unindexed >= INDEX_IN_CALL_FACTOR * min_unindexed:
+            if self._child_builds:
+                self._index_job.request(idle=False)
+            else:
+                self.index_if_needed(min_unindexed)
+            return
         self._index_job.request(idle=True)
 
+    @property
+    def _child_builds(self) -> bool:
+        return self._replay is not None and self.journal is not None and not self.journal.read_only
+
+    @property
+    def index_build_waits_for_idle(self) -> bool:
+        """Whether a waiting index build runs only once the collection is idle (tests and ``inspect``)."""
+        return self._index_job.waits_for_idle
+
     def _scheduled_build(self) -> None:
-        self.index_if_needed(self._index_min)
+        if self._child_builds and self.path is not None:
+            self.build_in_child(self._index_min)
+        else:
+            self.index_if_needed(self._index_min)
+
+    def build_in_child(self, min_unindexed: int) -> float | None:
+        """Build the index of the unindexed segments in a child process and swap them in (see
+        :mod:`.child_build`); the seconds the calls could wait (the swap), or None when nothing was built."""
+        from ..errors import AgentMemoryError
+
+        if self.path is None or self.journal is None or self.unindexed_count() < min_unindexed:
+            return None
+        try:
+            self.gate.check_write(self._build_need())
+        except AgentMemoryError as exc:
+            logger.warning("index build postponed", extra={"collection": self.name, "reason": str(exc)})
+            return None
+        started = time.perf_counter()
+        with self.lock:
+            if self._closing:
+                return None
+            self.persist()  # the engine's files hold every change up to the journal's checkpoint
+            copied_at = self.journal.engine_seq
+            names = child_build.plain_segments(self.path)
+            if not names:
+                return None
+            folder = child_build.copy_for_build(self.path, names)
+            self._child = child_build.start_child(folder)
+        child = self._child
+        _, err = child.communicate()  # the build holds the child's GIL; this thread waits without ours
+        with self.lock:
+            self._child = None
+            built = child_build.built_segments(folder, names) if child.returncode == 0 else []
+            if self._closing or not built:
+                if not self._closing:
+                    reason = err.decode(errors="replace")[-500:]
+                    logger.warning("index build failed", extra={"collection": self.name, "stderr": reason})
+                child_build.discard(folder)
+                return None
+            waited = self._swap_in(folder, built, names, copied_at)
+        child_build.discard(folder)  # the replaced segments, deleted outside the pause and the lock
+        seconds = round(time.perf_counter() - started, 2)
+        logger.info(
+            "index built in a child process",
+            extra={"collection": self.name, "seconds": seconds, "swap_ms": round(waited * 1000, 1)},
+        )
+        return waited
+
+    def _swap_in(self, folder: Path, built: list[str], replaced: list[str], copied_at: int) -> float:
+        # Under the lock (no write) and the gate (no read): the shard is closed, its segments changed, reloaded.
+        assert self.path is not None and self.journal is not None and self._replay is not None
+        import qdrant_edge as qe
+
+        with self._shard_gate:
+            marks = [time.perf_counter()]
+            # From here until the replay below, the engine's segments may lack what changed after the copy: the
+            # checkpoint goes back to the copy first, so a crash meanwhile is completed by the next open's replay.
+            self.journal.checkpoint(copied_at)
+            marks.append(time.perf_counter())
+            self.shard.close()  # flushes every write made since the copy (the replay writes them again)
+            marks.append(time.perf_counter())
+            child_build.swap_segments(self.path, folder, built, replaced)
+            marks.append(time.perf_counter())
+            self.shard = qe.EdgeShard.load(str(self.path))
+            marks.append(time.perf_counter())
+            replayed = self._replay(self, self.journal.entries(after_seq=copied_at))
+            marks.append(time.perf_counter())
+        # The checkpoint moves on with the next writes (a crash before that replays these again: no harm).
+        self._since_checkpoint += replayed
+        steps = ("checkpoint", "close", "move", "load", "replay")
+        self.last_swap_ms = {k: round((b - a) * 1000, 1) for k, a, b in zip(steps, marks[:-1], marks[1:], strict=True)}
+        return marks[-1] - marks[0]
 
     @property
     def index_builds(self) -> int:
@@ -287,7 +402,12 @@ class EdgeCollection(BaseCollection):
         """Purge what a forget left in the engine, then flush and close the shard and its journal."""
         self._engine_purge.stop()
         # A build still waiting is dropped, not run: closing is often the end of a short command, and the next
-        # process that writes schedules it again (searches stay exact meanwhile).
+        # process that writes schedules it again (searches stay exact meanwhile). A child build running is
+        # ended (its copy is discarded, the shard was never touched).
+        with self.lock:
+            self._closing = True
+            if self._child is not None:
+                self._child.kill()
         self._index_job.stop()
         with self.lock:
             try:
