@@ -46,11 +46,21 @@ def refuse_links(path: Path, root: Path) -> None:
             raise ConfigError(_link_message(part))
     if not path.exists() or not path.is_dir():
         return
-    for dirpath, dirnames, filenames in os.walk(path):
-        for name in dirnames + filenames:
-            entry = Path(dirpath) / name
-            if entry.is_symlink():
-                raise ConfigError(_link_message(entry))
+    # A scan, not os.walk plus a Path and an lstat per entry: DirEntry.is_symlink() reads the type the directory
+    # listing returned. Every open walks the store (at 100k memories ~1,900 entries: 0.57 s of the open, loaded),
+    # and the entries grow with the segments (40 of them at a million memories).
+    folders = [str(path)]
+    while folders:
+        try:
+            scan = os.scandir(folders.pop())
+        except OSError:
+            continue  # gone meanwhile (a segment rewritten), or unreadable: os.walk skipped these too
+        with scan:
+            for entry in scan:
+                if entry.is_symlink():
+                    raise ConfigError(_link_message(Path(entry.path)))
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.path)
 
 
 def _parts_below(path: Path, root: Path) -> list[Path]:
