@@ -448,11 +448,12 @@ def longer(prompt: str, filler: list[str], words: int, rng: random.Random) -> st
 
 async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: dict[str, Any],
                   per_bucket: int, samples_out: Path | None = None, query_words: int | None = None,
-                  idle_ms: float = 100.0, threads: bool = False) -> None:
+                  idle_ms: float = 100.0, threads: bool = False, search_threads: int | None = None) -> None:
     """Each prompt is the first turn of a new session (briefing and recall both computed), asked ``idle_ms`` after
     the session is ready (a person types a prompt later than that; 0: a prompt given with the command). In the same
     run, for the same prompts: the first request's time with recall off (one session for all prompts), and
-    memory_search. ``threads``: also each thread group's CPU over the span (recall on and off)."""
+    memory_search. ``threads``: also each thread group's CPU over the span (recall on and off). ``search_threads``:
+    the store's ``storage.search_threads`` (the process's first opening, the holder's, sets it)."""
     rng = random.Random(7)
     pool = [str(q["question"]) for s in samples for q in questions(s)]
     rng.shuffle(pool)
@@ -469,7 +470,8 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
     from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
     from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
-    holder = AgentMemory(parse_config({"storage_root": str(root), "embeddings": {"query_cache_size": 0}}),
+    storage = {} if search_threads is None else {"storage": {"search_threads": search_threads}}
+    holder = AgentMemory(parse_config({"storage_root": str(root), "embeddings": {"query_cache_size": 0}, **storage}),
                          ResolvedIdentity(ident, "config"))
     print(f"({holder.memory().coll.count()} memories in the store)")
     # A long timeout: under load the work is measured, not cut at recall.timeout_ms.
@@ -588,23 +590,30 @@ async def fill_store(samples: list[dict[str, Any]], root: Path, ident: str, coun
 
 
 def side_by_side(args: argparse.Namespace) -> int:
-    """The filled store's latency of this tree and of ``args.base`` (its own package, this script) in one run: each
-    round runs both, in alternating order, in fresh processes; their samples are pooled per tree and each run's added
-    and cpu+ are taken against its own recall-off median. Absolute times on a shared machine move with the load; the
-    two columns of one run do not drift apart."""
-    from speed import base_env, extract_base
-
+    """The filled store's latency of this tree and of ``args.base`` (its own package, this script), or of this tree
+    with each of two ``storage.search_threads`` (``args.vs_search_threads``), in one run: each round runs both, in
+    alternating order, in fresh processes; their samples are pooled per side and each run's added and cpu+ are taken
+    against its own recall-off median. Absolute times on a shared machine move with the load; the two columns of one
+    run do not drift apart. (A base tree that predates the setting opens the shards with whatever pool size the last
+    open persisted: compare pool sizes with --vs-search-threads, not --base.)"""
     workdir = Path(args.store_dir) if args.store_dir else Path(tempfile.mkdtemp(prefix="recall-bench-"))
-    base = extract_base(args.base, workdir / f"base-src-{args.base}")
-    trees: dict[str, dict[str, str] | None] = {"this tree": None, args.base: base_env(base)}
+    trees: dict[str, tuple[dict[str, str] | None, list[str]]]
+    if args.vs_search_threads:
+        trees = {f"threads={n}": (None, ["--search-threads", n]) for n in args.vs_search_threads.split(",")}
+    else:
+        from speed import base_env, extract_base
+
+        base = extract_base(args.base, workdir / f"base-src-{args.base}")
+        trees = {"this tree": (None, []), args.base: (base_env(base), [])}
     pooled: dict[str, dict[str, dict[str, list[float]]]] = {name: {} for name in trees}
+    names = list(trees)
     for round_no in range(args.rounds):
         order = list(trees.items()) if round_no % 2 == 0 else list(reversed(trees.items()))
-        for name, env in order:
-            out = workdir / f"side-{round_no}-{'base' if env else 'head'}.json"
+        for side, (name, (env, extra)) in enumerate(order):
+            out = workdir / f"side-{round_no}-{side}.json"
             cmd = [sys.executable, str(Path(__file__).resolve()), "--latency-only", "--fill-only", "--store-dir",
                    str(workdir), "--per-bucket", str(args.per_bucket), "--idle-ms", str(args.idle_ms),
-                   "--samples-json", str(out)]
+                   "--samples-json", str(out), *extra]
             print(f"round {round_no + 1}/{args.rounds}: {name}", file=sys.stderr)
             subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
             for bucket, cols in json.loads(out.read_text()).items():
@@ -614,9 +623,8 @@ def side_by_side(args: argparse.Namespace) -> int:
                 for col, on, off in (("added", "on_first", "off_first"), ("cpu+", "on_cpu", "off_cpu")):
                     baseline = statistics.median(cols[off])
                     into.setdefault(col, []).extend(max(0.0, v - baseline) for v in cols[on])
-    names = list(trees)
-    print(f"\nLatency at {args.latency_fill} memories, this tree against {args.base} in one run: {args.rounds} rounds "
-          f"x {args.per_bucket} prompts a bucket, trees alternating; ms p50 / p95")
+    print(f"\nLatency at {args.latency_fill} memories, {' against '.join(names)} in one run: {args.rounds} rounds "
+          f"x {args.per_bucket} prompts a bucket, sides alternating; ms p50 / p95")
     columns = ("added", "cpu+", "work", "wait", "search", "embed")
     print(f"{'prompt':<12}" + "".join(f"{f'{col} {name}':>22}" for col in columns for name in names))
     for bucket in pooled[names[0]]:
@@ -693,7 +701,7 @@ async def main_async(args: argparse.Namespace) -> int:
             print(f"\nLatency at {args.latency_fill} memories, query cache off:")
             out = Path(args.samples_json) if args.samples_json else None
             await latency(all_samples, workdir, ident, gate, args.per_bucket, out, args.query_words, args.idle_ms,
-                          args.threads)
+                          args.threads, args.search_threads)
     print(f"\ntotal {time.perf_counter() - started:.0f} s; timings on a shared 2-core machine are noisy: "
           "compare the on/off columns of one run")
     return 0
@@ -720,9 +728,13 @@ def main() -> int:
                         help="latency: also each thread group's CPU over the span (Linux; adds the /proc reads to it)")
     parser.add_argument("--base", help="latency: a git revision measured in the same run, alternating with this tree "
                         "(the filled store only; its package, this script)")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of each tree with --base")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of each side with --base / --vs-search-threads")
+    parser.add_argument("--search-threads", type=int,
+                        help="latency: storage.search_threads of the store (0: Edge's own)")
+    parser.add_argument("--vs-search-threads",
+                        help="latency: storage.search_threads values, e.g. 1,0, side by side in one run (filled store)")
     args = parser.parse_args()
-    if args.base:
+    if args.base or args.vs_search_threads:
         if not DATA.exists():
             print(f"SKIP: LoCoMo data not found at {DATA} (it lives in ../shared/data, outside the repository)")
             return 0

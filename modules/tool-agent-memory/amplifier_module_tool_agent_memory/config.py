@@ -264,6 +264,17 @@ class StorageConfig(_Strict):
         "the holder is then taken to be a process that does not share (an older version, `agent-memory repair`).",
     )
 
+    # A query holds the GIL while it waits on the pool (every Python thread stands still), and Edge's own pool
+    # is one thread per CPU it sees (8 in a 2-core container): see docs/recall.md, Latency, for the figures.
+    search_threads: int = Field(
+        1,
+        ge=0,
+        le=64,
+        description="Embedded store: threads of each shard's search pool, applied at every open (0: Qdrant Edge's "
+        "own, one per CPU it sees). One cost the least at 10k memories; a store of many segments on an idle "
+        "machine with cores to spare may search faster with more. Results do not depend on it.",
+    )
+
     @field_validator("collection_prefix")
     @classmethod
     def _no_separator(cls, value: str) -> str:

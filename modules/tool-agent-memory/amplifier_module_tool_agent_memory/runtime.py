@@ -171,6 +171,7 @@ class AgentMemory:
                             storage.purge_prompt_max_points, storage.purge_idle_seconds, **(self.purge_timing or {})
                         ),
                         wait_s=storage.owner_wait_seconds,
+                        search_threads=storage.search_threads,
                     )
                 logger.info(
                     "memory store opened",

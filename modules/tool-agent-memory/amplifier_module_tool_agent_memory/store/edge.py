@@ -45,7 +45,7 @@ from .contract import (
     utc_now,
 )
 from .edge_collection import EdgeCollection
-from .edge_settings import create_index_operation, edge_config
+from .edge_settings import apply_search_threads, create_index_operation, edge_config, search_threads
 from .filelock import try_lock, unlock
 from .files import check_shard, open_no_follow, refuse_links, remove_interrupted_builds, sparse_copy_tree
 from .journal import Journal
@@ -69,15 +69,19 @@ def _repair_hint(identity: str) -> str:
     return f"run `agent-memory repair --identity {identity}` to rebuild it from its journal"
 
 
-def _load_shard(path: Path, spec: CollectionSpec, dim: int, hint: str) -> qdrant_edge.EdgeShard:
-    """Load (or create, without Edge's own WAL: the journal is the log) a shard; damage is an error, never a crash."""
+def _load_shard(
+    path: Path, spec: CollectionSpec, dim: int, hint: str, threads: int | None
+) -> qdrant_edge.EdgeShard:
+    """Load (or create, without Edge's own WAL: the journal is the log) a shard with a search pool of ``threads``
+    (``None``: Edge's own size); damage is an error, never a crash."""
     import qdrant_edge as qe
 
     try:
         if (path / "edge_config.json").exists():
             check_shard(path, hint)
+            apply_search_threads(path, threads)
             return qe.EdgeShard.load(str(path))
-        return qe.EdgeShard.create(str(path), edge_config(spec, dim))
+        return qe.EdgeShard.create(str(path), edge_config(spec, dim, threads))
     except AgentMemoryError:
         raise
     except BaseException as exc:
@@ -97,7 +101,7 @@ def _open_collection(store: IdentityStore, spec: CollectionSpec) -> EdgeCollecti
     if not gate.read_only:
         remove_interrupted_builds(path)
         gate.check_open(open_need(path))
-    shard = _load_shard(path, spec, store.dim, hint)
+    shard = _load_shard(path, spec, store.dim, hint, search_threads(store.search_threads))
     journal = Journal(store.data_path / JOURNAL_DIR / spec.name, read_only=gate.read_only)
     coll = EdgeCollection(
         spec.name,
@@ -205,6 +209,8 @@ class IdentityStore:
     read_only: bool = False
     # When the engine purge after a forget runs (promptly, or once the collection is idle: see PurgePolicy).
     purge: PurgePolicy = field(default_factory=PurgePolicy)
+    # Each shard's search pool size (None: edge_settings.SEARCH_THREADS; 0: Qdrant Edge's own).
+    search_threads: int | None = None
     data_path: Path = field(default=Path())
     gate: DiskGate = field(default_factory=lambda: DiskGate(Path()))
     _lock_fd: int = -1
@@ -392,11 +398,14 @@ def acquire_store(
     *,
     adopt_recorded_model: bool = False,
     purge: PurgePolicy | None = None,
+    search_threads: int | None = None,
 ) -> IdentityStore:
     """The process's shared handle of ``root/identity``, opened on first acquire.
 
     ``adopt_recorded_model``: open the store whatever model wrote it (for export, which embeds nothing).
     ``purge``: when engine purges run (the first acquire's policy holds for the process).
+    ``search_threads``: each shard's search pool size (see :func:`.edge_settings.search_threads`; the first
+    acquire's holds).
     """
     # The identity becomes a folder name: refuse (never normalise) anything that could leave the root.
     # The root itself may be a link; nothing below it may be (see files.refuse_links).
@@ -412,6 +421,7 @@ def acquire_store(
             adopt_recorded_model=adopt_recorded_model,
             root=root,
             purge=purge or PurgePolicy(),
+            search_threads=search_threads,
         )
         store.open()
         return store

@@ -8,6 +8,7 @@ and the vacuum setting that makes a forgotten payload's freed pages rewritten pr
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,13 @@ if TYPE_CHECKING:
 
 # Any deleted point makes its segment due for a vacuum (Qdrant's default waits for 20%).
 VACUUM_DELETED_SHARE = 1e-9
+
+# Search pool threads per shard by default. Edge's own default is one per CPU it sees (8 on a 2-core
+# container), and a query holds the GIL while it waits on the pool: every Python thread of the process
+# stands still for it. At 10k memories (one segment) one thread cost the least: recall's first request's
+# CPU 19.3 / 24.6 ms p50 / p95 with 1, 22.3 / 29.1 with 2, 26.8 / 33.0 with Edge's 8 (<= 15-word prompts,
+# benchmarks/recall.py --vs-search-threads 1,2,0, one run, load ~25), results identical.
+SEARCH_THREADS = 1
 
 
 def tier(memory: MemoryTier | None) -> qdrant_edge.Memory | None:
@@ -68,7 +76,7 @@ def segment_kb(points: int | None, vectors: int, dim: int) -> int | None:
     return points * vectors * dim * 4 // 1024
 
 
-def edge_config(spec: CollectionSpec, dim: int) -> qdrant_edge.EdgeConfig:
+def edge_config(spec: CollectionSpec, dim: int, threads: int | None = None) -> qdrant_edge.EdgeConfig:
     """The config a new shard of this collection is created with."""
     import qdrant_edge as qe
 
@@ -109,7 +117,41 @@ def edge_config(spec: CollectionSpec, dim: int) -> qdrant_edge.EdgeConfig:
         max_segment_size=segment_kb(layout.segment_points, len(spec.vectors), dim),
     )
     # No Edge WAL: the journal is the log (and keeps no copy of a forgotten point's text).
-    return qe.EdgeConfig(vectors=vectors, payload_memory=tier(layout.payload), wal_enabled=False, optimizers=optimizers)
+    return qe.EdgeConfig(
+        vectors=vectors,
+        payload_memory=tier(layout.payload),
+        wal_enabled=False,
+        optimizers=optimizers,
+        max_search_threads=threads,
+    )
+
+
+def search_threads(setting: int | None) -> int | None:
+    """The search pool size a shard is opened with: ``setting``, else :data:`SEARCH_THREADS`; ``0`` (``None``
+    returned): Qdrant Edge's own (one per CPU it sees)."""
+    if setting is None:
+        return SEARCH_THREADS
+    return setting or None
+
+
+def apply_search_threads(path: Path, threads: int | None) -> None:
+    """Record ``threads`` as the shard's search pool size in its persisted config, before it loads.
+
+    Edge's ``load`` takes the pool size from the persisted config unless handed a whole config (whose
+    vectors it checks against the shard's and writes back), and a size once persisted sticks: so the
+    size is written on every open, and an existing store picks up the current setting.
+    """
+    config = path / "edge_config.json"
+    settings = json.loads(config.read_bytes())
+    if settings.get("max_search_threads") == threads:
+        return
+    if threads is None:
+        settings.pop("max_search_threads", None)
+    else:
+        settings["max_search_threads"] = threads
+    scratch = config.with_name(config.name + ".new")
+    scratch.write_text(json.dumps(settings))
+    os.replace(scratch, config)
 
 
 def vacuums(path: Path) -> bool:

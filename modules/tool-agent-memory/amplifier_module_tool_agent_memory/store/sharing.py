@@ -104,6 +104,7 @@ class SharedStore:
         adopt_recorded_model: bool = False,
         purge: PurgePolicy | None = None,
         wait_s: float = OWNER_WAIT_S,
+        search_threads: int | None = None,
     ) -> None:
         self.root = root
         self.identity = identity
@@ -112,6 +113,7 @@ class SharedStore:
         self.adopt_recorded_model = adopt_recorded_model
         self.purge = purge or PurgePolicy()
         self.wait_s = wait_s
+        self.search_threads = search_threads
         self._path = root / validate_identity(identity)
         self._local: IdentityStore | None = None
         self._server: OwnerServer | None = None
@@ -228,6 +230,7 @@ class SharedStore:
                 self.dim,
                 adopt_recorded_model=self.adopt_recorded_model,
                 purge=self.purge,
+                search_threads=self.search_threads,
             )
         except StoreInUseError:
             return False
@@ -661,6 +664,7 @@ def acquire_shared_store(
     adopt_recorded_model: bool = False,
     purge: PurgePolicy | None = None,
     wait_s: float = OWNER_WAIT_S,
+    search_threads: int | None = None,
 ) -> SharedStore:
     """This process's handle of ``root/identity`` (one per process, see :mod:`.registry`), shared with every
     other process of that identity; the last :func:`.registry.release` hands it over or leaves it."""
@@ -669,7 +673,14 @@ def acquire_shared_store(
 
     def open_store() -> SharedStore:
         return SharedStore(
-            root, identity, model_id, dim, adopt_recorded_model=adopt_recorded_model, purge=purge, wait_s=wait_s
+            root,
+            identity,
+            model_id,
+            dim,
+            adopt_recorded_model=adopt_recorded_model,
+            purge=purge,
+            wait_s=wait_s,
+            search_threads=search_threads,
         )
 
     def reuse(store: SharedStore) -> None:
