@@ -662,14 +662,7 @@ class BaseCollection(ABC):
         or every few hundred single writes. Returns the seconds spent, or None when nothing was due
         (or the disk has no room for the build: searches stay exact, by brute force, until it has).
         """
-        from ..errors import AgentMemoryError
-
-        if self.unindexed_count() < min_unindexed:
-            return None
-        try:
-            self.gate.check_write(self._build_need())
-        except AgentMemoryError as exc:
-            logger.warning("index build postponed", extra={"collection": self.name, "reason": str(exc)})
+        if not self._build_due(min_unindexed):
             return None
         started = time.perf_counter()
         with self.lock:
@@ -678,6 +671,19 @@ class BaseCollection(ABC):
         logger.info("index built", extra={"collection": self.name, "seconds": round(spent, 2)})
         return spent
 
+    def _build_due(self, min_unindexed: int) -> bool:
+        """Whether an index build is due: enough unindexed points, and room on the disk for the build (when
+        there is none, the build is postponed with a warning and searches stay exact, by brute force)."""
+        from ..errors import AgentMemoryError
+
+        if self.unindexed_count() < min_unindexed:
+            return False
+        try:
+            self.gate.check_write(self._build_need())
+        except AgentMemoryError as exc:
+            logger.warning("index build postponed", extra={"collection": self.name, "reason": str(exc)})
+            return False
+        return True
 
     def index_soon(self, min_unindexed: int) -> None:
         """Have the index built once at least ``min_unindexed`` points are unindexed (here: now, in the call;

@@ -245,14 +245,7 @@ class EdgeCollection(BaseCollection):
     def build_in_child(self, min_unindexed: int) -> float | None:
         """Build the index of the unindexed segments in a child process and swap them in (see
         :mod:`.child_build`); the seconds the calls could wait (the swap), or None when nothing was built."""
-        from ..errors import AgentMemoryError
-
-        if self.path is None or self.journal is None or self.unindexed_count() < min_unindexed:
-            return None
-        try:
-            self.gate.check_write(self._build_need())
-        except AgentMemoryError as exc:
-            logger.warning("index build postponed", extra={"collection": self.name, "reason": str(exc)})
+        if self.path is None or self.journal is None or not self._build_due(min_unindexed):
             return None
         started = time.perf_counter()
         with self.lock:
