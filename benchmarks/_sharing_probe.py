@@ -13,7 +13,8 @@ times, per ``memory_store`` (the caller's own segments, wall and the calling thr
   in this process: a client's lock is taken at the owner with its next request, so it shows there);
 - per request a client sends the owner: its round trip, the bytes each way, the JSON encode/decode time.
 
-In the owner it times each call it serves for another process (wall and the serving thread's CPU; a ``lock``
+In the owner it times each call it serves for another process (wall; the serving thread's time on a core, waiting
+for a core, and asleep, from Linux's schedstat: a serving thread asleep mid-call waits for the GIL; a ``lock``
 call's wall is the time it waited for the lock), and every wait for a collection lock, its own sessions' too.
 Records are JSON lines through the worker's log (``t: "probe"``).
 """
@@ -141,12 +142,16 @@ def install(put: Callable[..., None]) -> None:
     original_answer = owner.OwnerServer._answer
 
     def answer(self: Any, message: dict[str, Any], colls: Any, held: Any) -> dict[str, Any]:
-        wall, cpu = time.perf_counter(), time.thread_time()
+        wall, sched = time.perf_counter(), _schedstat()
         try:
             return original_answer(self, message, colls, held)
         finally:
-            put(t="probe", what="served", op=str(message.get("op")), ms=(time.perf_counter() - wall) * 1000,
-                cpu=(time.thread_time() - cpu) * 1000)
+            ms = (time.perf_counter() - wall) * 1000
+            ran, queued = (now - then for now, then in zip(_schedstat(), sched, strict=True))
+            # Wall = on a core + runnable but waiting for one + neither: asleep, which for a serving thread is
+            # the GIL (or the engine's own locks; its pool's threads are not this one).
+            put(t="probe", what="served", op=str(message.get("op")), ms=ms, cpu=ran, runq=queued,
+                blocked=max(0.0, ms - ran - queued))
 
     owner.OwnerServer._answer = answer  # type: ignore[method-assign]
 
@@ -158,6 +163,16 @@ def install(put: Callable[..., None]) -> None:
         original_serve(self, conn)
 
     owner.OwnerServer._serve = serve  # type: ignore[method-assign]
+
+
+def _schedstat() -> tuple[float, float]:
+    """This thread's time on a core and waiting for one (runnable), ms (Linux schedstat; thread CPU elsewhere)."""
+    try:
+        with open("/proc/thread-self/schedstat") as fh:
+            ran, queued, _ = fh.read().split()
+        return int(ran) / 1e6, int(queued) / 1e6
+    except OSError:
+        return time.thread_time() * 1000, 0.0
 
 
 def _io(direction: str, size: int, started: float) -> None:
