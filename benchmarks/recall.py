@@ -449,13 +449,15 @@ def longer(prompt: str, filler: list[str], words: int, rng: random.Random) -> st
 async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: dict[str, Any],
                   per_bucket: int, samples_out: Path | None = None, query_words: int | None = None,
                   idle_ms: float = 100.0, threads: bool = False, search_threads: int | None = None,
-                  old_control: bool = False, phases: bool = False, embed_threads: int | None = None) -> None:
+                  old_control: bool = False, phases: bool = False, embed_threads: int | None = None,
+                  switch_ms: float | None = None) -> None:
     """Each prompt is the first turn of a new session (briefing and recall both computed), asked ``idle_ms`` after
     the session is ready (a person types a prompt later than that; 0: a prompt given with the command). In the same
     run, for the same prompts: the first request's time with recall off (the control: also the first turn of a new
     session, ``idle_ms`` after it is ready), and memory_search. ``threads``: also each thread group's CPU over the
     span (recall on and off). ``search_threads``: the store's ``storage.search_threads`` (the process's first
     opening, the holder's, sets it). ``embed_threads``: the recall-on sessions' ``embeddings.threads``.
+    ``switch_ms``: the interpreter's switch interval (how long a thread holding the GIL keeps it from one waiting).
     ``old_control``: also the control used until session 9 (one recall-off session for all prompts), in its own
     columns. ``phases``: where recall's worker spends its time (PhaseProbe)."""
     rng = random.Random(7)
@@ -486,6 +488,8 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
         on_config["recall"]["query_words"] = query_words
     if embed_threads is not None:
         on_config["embeddings"]["threads"] = embed_threads
+    if switch_ms is not None:
+        sys.setswitchinterval(switch_ms / 1000)
     off_config: dict[str, Any] = {"recall": {"enabled": False}, "embeddings": {"query_cache_size": 0}}
     # Warm up first: the process's first session loads the embedding model (~0.5 s), a cold start, not a turn.
     warm = Session(root, ident, on_config)
@@ -510,6 +514,8 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
             await session.start()
             await asyncio.sleep(idle_ms / 1000)
             _, event, _ = await session.ask(prompt)
+            if probe is not None:
+                probe.turn_done(session.marks["request"])
             on_first.append(session.first_request_ms())
             on_cpu.append(session.first_request_cpu_ms())
             if threads:
@@ -607,11 +613,30 @@ class PhaseProbe:
 
         self.local = threading.local()
         self.samples: list[dict[str, tuple[float, float]]] = []
+        # The interpreter's collections (any thread: they hold the GIL) as (start, end) perf_counter pairs.
+        self.collections: list[tuple[float, float]] = []
+        self._gc_started = 0.0
+        gc.callbacks.append(self._gc)
         recall_hooks.compute = self._root(recall_hooks.compute)
         for name in ("content_words", "build_request", "rerank", "current_first", "coverage", "render_block"):
             setattr(recall, name, self._timed(name, getattr(recall, name)))
         recall.Recaller._read = self._timed("read", recall.Recaller._read)  # type: ignore[method-assign]
         coll, embedder = type(holder.memory().coll), type(holder.embedder())
+        # memory:recalled's emission (logging, the activity log's write, the session's hooks), by start and end:
+        # the part before the first request leaves provider:request is on the request's path.
+        self.emits: list[tuple[float, float]] = []
+        emit = type(holder).emit
+
+        async def timed_emit(runtime: Any, event: str, data: dict[str, Any]) -> None:
+            started = time.perf_counter()
+            try:
+                await emit(runtime, event, data)
+            finally:
+                if event == "memory:recalled":
+                    self.emits.append((started, time.perf_counter()))
+
+        type(holder).emit = timed_emit
+        self.on_path: list[float] = []
         coll.query = self._timed("query", coll.query)
         coll.retrieve = self._timed("retrieve", coll.retrieve)
         embedder.embed_query = self._timed("embed", embedder.embed_query)
@@ -629,6 +654,19 @@ class PhaseProbe:
                 sums[name] = (was[0] + (time.perf_counter() - wall) * 1000, was[1] + (time.thread_time() - cpu) * 1000)
         return timed
 
+    def turn_done(self, request_at: float) -> None:
+        """After a turn: how much of its first memory:recalled emission came before its first request left."""
+        if self.emits:
+            started, ended = self.emits[0]
+            self.on_path.append(max(0.0, min(ended, request_at) - started) * 1000)
+        self.emits.clear()
+
+    def _gc(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+        else:
+            self.collections.append((self._gc_started, time.perf_counter()))
+
     def _root(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         def root(*args: Any, **kwargs: Any) -> Any:
             self.local.sums = sums = {}
@@ -637,10 +675,14 @@ class PhaseProbe:
                 return fn(*args, **kwargs)
             finally:
                 self.local.sums = None
-                total = ((time.perf_counter() - wall) * 1000, (time.thread_time() - cpu) * 1000)
+                ended = time.perf_counter()
+                total = ((ended - wall) * 1000, (time.thread_time() - cpu) * 1000)
+                collected = sum(min(b, ended) - max(a, wall) for a, b in self.collections if b > wall and a < ended)
+                self.collections.clear()
                 named = [sums[n] for n in self.TOP if n in sums]
                 sums["other"] = (total[0] - sum(w for w, _ in named), total[1] - sum(c for _, c in named))
                 sums["recall"] = total
+                sums["gc (any thread)"] = (collected * 1000, 0.0)
                 self.samples.append(sums)
         return root
 
@@ -648,7 +690,7 @@ class PhaseProbe:
         """Each phase's wall and thread CPU ms per recall (p50 / p95) and its wait (wall - CPU, p50), then forget."""
         print(f"  phases of recall's worker, {label}, {len(self.samples)} recalls: wall p50/p95, thread CPU p50/p95, "
               "wait p50 (ms)")
-        for name in (*self.TOP, "retrieve", "other", "recall"):
+        for name in (*self.TOP, "retrieve", "other", "recall", "gc (any thread)"):
             pairs = [s[name] for s in self.samples if name in s]
             if not pairs:
                 continue
@@ -656,6 +698,11 @@ class PhaseProbe:
             wait50, _ = p50_p95([w - c for w, c in pairs])
             print(f"    {name:<15}{w50:>7.2f} /{w95:>6.2f}{c50:>9.2f} /{c95:>6.2f}{wait50:>9.2f}")
         self.samples.clear()
+        if self.on_path:
+            (o50, o95), share = p50_p95(self.on_path), sum(1 for v in self.on_path if v > 0) / len(self.on_path)
+            print(f"    memory:recalled before the request left: {o50:.2f} / {o95:.2f} ms (p50 / p95), "
+                  f"in {share:.0%} of turns")
+        self.on_path.clear()
 
 
 def print_thread_cpu(by_thread: dict[str, dict[str, dict[str, list[float]]]]) -> None:
@@ -709,6 +756,8 @@ def side_by_side(args: argparse.Namespace) -> int:
     trees: dict[str, tuple[dict[str, str] | None, list[str]]]
     if args.vs_search_threads:
         trees = {f"threads={n}": (None, ["--search-threads", n]) for n in args.vs_search_threads.split(",")}
+    elif args.vs_switch_ms:
+        trees = {f"switch={n}ms": (None, ["--switch-ms", n]) for n in args.vs_switch_ms.split(",")}
     elif args.vs_embed_threads:
         trees = {f"embed={n}": (None, ["--embed-threads", n]) for n in args.vs_embed_threads.split(",")}
     else:
@@ -811,7 +860,8 @@ async def main_async(args: argparse.Namespace) -> int:
             print(f"\nLatency at {args.latency_fill} memories, query cache off:")
             out = Path(args.samples_json) if args.samples_json else None
             await latency(all_samples, workdir, ident, gate, args.per_bucket, out, args.query_words, args.idle_ms,
-                          args.threads, args.search_threads, args.old_control, args.phases, args.embed_threads)
+                          args.threads, args.search_threads, args.old_control, args.phases, args.embed_threads,
+                          args.switch_ms)
     print(f"\ntotal {time.perf_counter() - started:.0f} s; timings on a shared 2-core machine are noisy: "
           "compare the on/off columns of one run")
     return 0
@@ -853,8 +903,11 @@ def main() -> int:
     parser.add_argument("--vs-embed-threads",
                         help="latency: embeddings.threads values of the recall-on sessions, e.g. 1,2, side by side in "
                         "one run (filled store)")
+    parser.add_argument("--switch-ms", type=float,
+                        help="latency: the interpreter's switch interval in ms (sys.setswitchinterval; Python's is 5)")
+    parser.add_argument("--vs-switch-ms", help="latency: switch intervals in ms, e.g. 5,1, side by side in one run")
     args = parser.parse_args()
-    if args.base or args.vs_search_threads or args.vs_embed_threads:
+    if args.base or args.vs_search_threads or args.vs_embed_threads or args.vs_switch_ms:
         if not DATA.exists():
             print(f"SKIP: LoCoMo data not found at {DATA} (it lives in ../shared/data, outside the repository)")
             return 0
