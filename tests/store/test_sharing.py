@@ -292,6 +292,9 @@ def _count_requests(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     send = wire.send
 
     def counting(sock: Any, message: Any) -> None:
+        if "op" not in message:  # a new connection's hello (another thread's first request), not a call
+            send(sock, message)
+            return
         calls = message["a"]["calls"] if message.get("op") == "batch" else [message]
         requests.append([str(c["op"]) for c in calls])
         send(sock, message)
@@ -318,7 +321,12 @@ def test_a_memory_store_through_a_client_sends_two_requests_and_holds_no_lock_ac
     # again and the write as one call the owner runs under its lock: no lock is held across a round trip.
     # (Session 6: 8 requests; session 7: [scroll] [query] [lock+scroll] [upsert] [unlock]; session 8: [scroll]
     # [query] [upsert_unless].)
-    assert requests == [["query_unless"], ["upsert_unless"]]
+    assert requests[:2] == [["query_unless"], ["upsert_unless"]]
+    # Then, after the answer, on the thread writing context vectors (its own connection: the collection is opened
+    # there with its first request): the point checked under the lock (sent with the check), its vector, its marker
+    # removed, the lock released. Session 10: the answer no longer waits for the context window's vector.
+    assert svc.settle(60) == 0
+    assert requests[2:] == [["open", "lock", "retrieve"], ["update_vector"], ["delete_payload"], ["unlock"]]
 
     requests.clear()
     again = svc.store(MemoryStoreInput(content=FACTS[1], kind="fact"))

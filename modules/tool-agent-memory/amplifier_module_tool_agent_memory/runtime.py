@@ -230,7 +230,7 @@ class AgentMemory:
         from .memory.service import MEMORIES, MemoryService
 
         def build() -> MemoryService:
-            return MemoryService(
+            svc = MemoryService(
                 self.store().collection(MEMORIES),
                 self.embedder(),
                 self.config.memory,
@@ -238,6 +238,8 @@ class AgentMemory:
                 clock=self.clock,
                 judge=self.judge(),
             )
+            svc.repair_soon()
+            return svc
 
         svc: MemoryService = self.service("memory", build)
         return svc
@@ -321,6 +323,11 @@ class AgentMemory:
             warming.join()
         with self._lock:
             self._closed = True
+            memory = self._services.get("memory")
+            if memory is not None:
+                # Its context vectors still in flight are written before the store goes (bounded: what is left keeps
+                # its marker and is written at the next open).
+                memory.close()
             self._services.clear()
             if self._store is not None:
                 release(self._store)
