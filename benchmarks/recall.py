@@ -448,12 +448,18 @@ def longer(prompt: str, filler: list[str], words: int, rng: random.Random) -> st
 
 async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: dict[str, Any],
                   per_bucket: int, samples_out: Path | None = None, query_words: int | None = None,
-                  idle_ms: float = 100.0, threads: bool = False, search_threads: int | None = None) -> None:
+                  idle_ms: float = 100.0, threads: bool = False, search_threads: int | None = None,
+                  old_control: bool = False, phases: bool = False, embed_threads: int | None = None,
+                  switch_ms: float | None = None) -> None:
     """Each prompt is the first turn of a new session (briefing and recall both computed), asked ``idle_ms`` after
     the session is ready (a person types a prompt later than that; 0: a prompt given with the command). In the same
-    run, for the same prompts: the first request's time with recall off (one session for all prompts), and
-    memory_search. ``threads``: also each thread group's CPU over the span (recall on and off). ``search_threads``:
-    the store's ``storage.search_threads`` (the process's first opening, the holder's, sets it)."""
+    run, for the same prompts: the first request's time with recall off (the control: also the first turn of a new
+    session, ``idle_ms`` after it is ready), and memory_search. ``threads``: also each thread group's CPU over the
+    span (recall on and off). ``search_threads``: the store's ``storage.search_threads`` (the process's first
+    opening, the holder's, sets it). ``embed_threads``: the recall-on sessions' ``embeddings.threads``.
+    ``switch_ms``: the interpreter's switch interval (how long a thread holding the GIL keeps it from one waiting).
+    ``old_control``: also the control used until session 9 (one recall-off session for all prompts), in its own
+    columns. ``phases``: where recall's worker spends its time (PhaseProbe)."""
     rng = random.Random(7)
     pool = [str(q["question"]) for s in samples for q in questions(s)]
     rng.shuffle(pool)
@@ -463,7 +469,9 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
     print(f"prompt asked {idle_ms:.0f} ms after the session is ready")
     print(f"{'prompt':<12}{'n':>5}{'added p50':>10}{'p95':>7}{'cpu+ p50':>9}{'p95':>7}{'wait p50':>10}{'p95':>7}"
           f"{'work p50':>10}{'p95':>7}{'brief p50':>10}{'p95':>7}{'embed p50':>10}{'p95':>7}{'off p50':>9}{'p95':>7}"
-          f"{'search p50':>11}{'p95':>7}")
+          f"{'search p50':>11}{'p95':>7}"
+          + (f"{'added-old p50':>14}{'p95':>7}{'cpu+-old p50':>13}{'p95':>7}{'off-old p50':>12}{'p95':>7}"
+             if old_control else ""))
     # The store stays open in the process between the sessions (as it is during one session): a session's
     # first request then pays the briefing and the recall, not the store's opening.
     from amplifier_module_tool_agent_memory.config import parse_config
@@ -478,19 +486,27 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
     on_config: dict[str, Any] = {"recall": {"gate": gate, "timeout_ms": 30_000}, "embeddings": {"query_cache_size": 0}}
     if query_words is not None:
         on_config["recall"]["query_words"] = query_words
+    if embed_threads is not None:
+        on_config["embeddings"]["threads"] = embed_threads
+    if switch_ms is not None:
+        sys.setswitchinterval(switch_ms / 1000)
+    off_config: dict[str, Any] = {"recall": {"enabled": False}, "embeddings": {"query_cache_size": 0}}
     # Warm up first: the process's first session loads the embedding model (~0.5 s), a cold start, not a turn.
     warm = Session(root, ident, on_config)
     await warm.start()
     await warm.ask(pool[0])
     await warm.close()
+    probe = PhaseProbe(holder) if phases else None
     raw: dict[str, dict[str, list[float]]] = {}
     by_thread: dict[str, dict[str, dict[str, list[float]]]] = {}
     for label, prompts in buckets.items():
         spent = by_thread[label] = {"on": {}, "off": {}}
         waits, works, briefs, searches, embeds, on_first, off_first = [], [], [], [], [], [], []
-        on_cpu, off_cpu = [], []
-        off = Session(root, ident, {"recall": {"enabled": False}, "embeddings": {"query_cache_size": 0}}, threads)
-        await off.start()
+        on_cpu, off_cpu, reused_first, reused_cpu = [], [], [], []
+        reused = None
+        if old_control:
+            reused = Session(root, ident, off_config, False)
+            await reused.start()
         for prompt in prompts:
             # Recall on: each prompt is the first turn of a new session, so its first request gets the briefing
             # and the recall (the most a request waits).
@@ -498,6 +514,8 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
             await session.start()
             await asyncio.sleep(idle_ms / 1000)
             _, event, _ = await session.ask(prompt)
+            if probe is not None:
+                probe.turn_done(session.marks["request"])
             on_first.append(session.first_request_ms())
             on_cpu.append(session.first_request_cpu_ms())
             if threads:
@@ -516,23 +534,43 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
             started = time.perf_counter()
             holder.embedder().embed_query(prompt)
             embeds.append((time.perf_counter() - started) * 1000)
-            # Recall off, the same prompt right after (one session for all: nothing of recall's is computed).
+            # The control: recall off, the same prompt as the first turn of a new session asked as long after it is
+            # ready, so the two differ only in recall.enabled (a new session's first turn pays first-use work of
+            # its own, which is not recall's).
+            off = Session(root, ident, off_config, threads)
+            await off.start()
+            await asyncio.sleep(idle_ms / 1000)
             await off.ask(prompt)
             off_first.append(off.first_request_ms())
             off_cpu.append(off.first_request_cpu_ms())
             if threads:
                 for group, ms in off.first_request_threads_ms().items():
                     spent["off"].setdefault(group, []).append(ms)
-        await off.close()
-        baseline = statistics.median(off_first)
-        added = [max(0.0, t - baseline) for t in on_first]
-        cpu_added = [max(0.0, t - statistics.median(off_cpu)) for t in on_cpu]
+            await off.close()
+            if reused is not None:
+                # The control before session 10: one recall-off session for every prompt, whose later turns are not
+                # first turns (kept beside the new one by --old-control, to show what the change of method moves).
+                await reused.ask(prompt)
+                reused_first.append(reused.first_request_ms())
+                reused_cpu.append(reused.first_request_cpu_ms())
+        if reused is not None:
+            await reused.close()
+        added = minus_median(on_first, off_first)
+        cpu_added = minus_median(on_cpu, off_cpu)
         figures = [p50_p95(v) for v in (added, cpu_added, waits, works, briefs, embeds, off_first, searches)]
         raw[label] = {"on_first": on_first, "off_first": off_first, "on_cpu": on_cpu, "off_cpu": off_cpu,
                       "wait": waits, "work": works, "brief": briefs, "search": searches, "embed": embeds}
         widths = (10, 9, 10, 10, 10, 10, 9, 11)
-        print(f"{label:<12}{len(prompts):>5}"
-              + "".join(f"{a:>{w}.1f}{b:>7.1f}" for w, (a, b) in zip(widths, figures, strict=True)))
+        line = f"{label:<12}{len(prompts):>5}" + "".join(f"{a:>{w}.1f}{b:>7.1f}"
+                                                         for w, (a, b) in zip(widths, figures, strict=True))
+        if reused is not None:
+            raw[label].update(reused_first=reused_first, reused_cpu=reused_cpu)
+            old = [p50_p95(v) for v in (minus_median(on_first, reused_first), minus_median(on_cpu, reused_cpu),
+                                        reused_first)]
+            line += "".join(f"{a:>{w}.1f}{b:>7.1f}" for w, (a, b) in zip((12, 12, 12), old, strict=True))
+        print(line)
+        if probe is not None:
+            probe.report(label)
     holder.close()
     if samples_out is not None:
         # Every sample, to pool runs made side by side with another tree.
@@ -543,10 +581,128 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
           "work: the recall's own time in its worker; brief: the briefing's, in its worker (at session ready; "
           "0 when it was given on no request); "
           "embed: the query embedding of the prompt alone (the floor); "
-          "off: prompt:submit to the first request with recall off; search: memory_search through the tool for the "
+          "off: prompt:submit to the first request with recall off, the first turn of a new session like recall "
+          "on's (the control; the *-old columns: against one recall-off session for all prompts, the control until "
+          "session 9); search: memory_search through the tool for the "
           "same prompt, same run)")
     if threads:
         print_thread_cpu(by_thread)
+
+
+def minus_median(values: list[float], control: list[float]) -> list[float]:
+    """Each of ``values`` minus the median of ``control``, at least 0: what recall added to each prompt."""
+    baseline = statistics.median(control)
+    return [max(0.0, v - baseline) for v in values]
+
+
+class PhaseProbe:
+    """Where recall's worker spends its time: wraps, in this process only, ``compute`` and what
+    ``Recaller.candidates`` calls, and sums each phase's wall and thread CPU ms per recall (only in the thread
+    running ``compute``: memory_search and the briefing are not counted). A phase's wall minus its thread CPU is time
+    the worker was not running: waiting for the GIL (the loop's Python, the engine holding it) or for a core.
+    ``retrieve`` is part of ``read``; ``other`` is the recall's time outside the phases named."""
+
+    TOP = ("content_words", "embed", "build_request", "query", "rerank", "current_first", "read", "coverage",
+           "render_block")
+
+    def __init__(self, holder: Any) -> None:
+        import threading
+
+        from amplifier_module_tool_agent_memory.amplifier import recall_hooks
+        from amplifier_module_tool_agent_memory.memory import recall
+
+        self.local = threading.local()
+        self.samples: list[dict[str, tuple[float, float]]] = []
+        # The interpreter's collections (any thread: they hold the GIL) as (start, end) perf_counter pairs.
+        self.collections: list[tuple[float, float]] = []
+        self._gc_started = 0.0
+        gc.callbacks.append(self._gc)
+        recall_hooks.compute = self._root(recall_hooks.compute)
+        for name in ("content_words", "build_request", "rerank", "current_first", "coverage", "render_block"):
+            setattr(recall, name, self._timed(name, getattr(recall, name)))
+        recall.Recaller._read = self._timed("read", recall.Recaller._read)  # type: ignore[method-assign]
+        coll, embedder = type(holder.memory().coll), type(holder.embedder())
+        # memory:recalled's emission (logging, the activity log's write, the session's hooks), by start and end:
+        # the part before the first request leaves provider:request is on the request's path.
+        self.emits: list[tuple[float, float]] = []
+        emit = type(holder).emit
+
+        async def timed_emit(runtime: Any, event: str, data: dict[str, Any]) -> None:
+            started = time.perf_counter()
+            try:
+                await emit(runtime, event, data)
+            finally:
+                if event == "memory:recalled":
+                    self.emits.append((started, time.perf_counter()))
+
+        type(holder).emit = timed_emit
+        self.on_path: list[float] = []
+        coll.query = self._timed("query", coll.query)
+        coll.retrieve = self._timed("retrieve", coll.retrieve)
+        embedder.embed_query = self._timed("embed", embedder.embed_query)
+
+    def _timed(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            sums = getattr(self.local, "sums", None)
+            if sums is None:
+                return fn(*args, **kwargs)
+            wall, cpu = time.perf_counter(), time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                was = sums.get(name, (0.0, 0.0))
+                sums[name] = (was[0] + (time.perf_counter() - wall) * 1000, was[1] + (time.thread_time() - cpu) * 1000)
+        return timed
+
+    def turn_done(self, request_at: float) -> None:
+        """After a turn: how much of its first memory:recalled emission came before its first request left."""
+        if self.emits:
+            started, ended = self.emits[0]
+            self.on_path.append(max(0.0, min(ended, request_at) - started) * 1000)
+        self.emits.clear()
+
+    def _gc(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+        else:
+            self.collections.append((self._gc_started, time.perf_counter()))
+
+    def _root(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def root(*args: Any, **kwargs: Any) -> Any:
+            self.local.sums = sums = {}
+            wall, cpu = time.perf_counter(), time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.local.sums = None
+                ended = time.perf_counter()
+                total = ((ended - wall) * 1000, (time.thread_time() - cpu) * 1000)
+                collected = sum(min(b, ended) - max(a, wall) for a, b in self.collections if b > wall and a < ended)
+                self.collections.clear()
+                named = [sums[n] for n in self.TOP if n in sums]
+                sums["other"] = (total[0] - sum(w for w, _ in named), total[1] - sum(c for _, c in named))
+                sums["recall"] = total
+                sums["gc (any thread)"] = (collected * 1000, 0.0)
+                self.samples.append(sums)
+        return root
+
+    def report(self, label: str) -> None:
+        """Each phase's wall and thread CPU ms per recall (p50 / p95) and its wait (wall - CPU, p50), then forget."""
+        print(f"  phases of recall's worker, {label}, {len(self.samples)} recalls: wall p50/p95, thread CPU p50/p95, "
+              "wait p50 (ms)")
+        for name in (*self.TOP, "retrieve", "other", "recall", "gc (any thread)"):
+            pairs = [s[name] for s in self.samples if name in s]
+            if not pairs:
+                continue
+            (w50, w95), (c50, c95) = p50_p95([w for w, _ in pairs]), p50_p95([c for _, c in pairs])
+            wait50, _ = p50_p95([w - c for w, c in pairs])
+            print(f"    {name:<15}{w50:>7.2f} /{w95:>6.2f}{c50:>9.2f} /{c95:>6.2f}{wait50:>9.2f}")
+        self.samples.clear()
+        if self.on_path:
+            (o50, o95), share = p50_p95(self.on_path), sum(1 for v in self.on_path if v > 0) / len(self.on_path)
+            print(f"    memory:recalled before the request left: {o50:.2f} / {o95:.2f} ms (p50 / p95), "
+                  f"in {share:.0%} of turns")
+        self.on_path.clear()
 
 
 def print_thread_cpu(by_thread: dict[str, dict[str, dict[str, list[float]]]]) -> None:
@@ -600,6 +756,10 @@ def side_by_side(args: argparse.Namespace) -> int:
     trees: dict[str, tuple[dict[str, str] | None, list[str]]]
     if args.vs_search_threads:
         trees = {f"threads={n}": (None, ["--search-threads", n]) for n in args.vs_search_threads.split(",")}
+    elif args.vs_switch_ms:
+        trees = {f"switch={n}ms": (None, ["--switch-ms", n]) for n in args.vs_switch_ms.split(",")}
+    elif args.vs_embed_threads:
+        trees = {f"embed={n}": (None, ["--embed-threads", n]) for n in args.vs_embed_threads.split(",")}
     else:
         from speed import base_env, extract_base
 
@@ -621,8 +781,7 @@ def side_by_side(args: argparse.Namespace) -> int:
                 for col, values in cols.items():
                     into.setdefault(col, []).extend(values)
                 for col, on, off in (("added", "on_first", "off_first"), ("cpu+", "on_cpu", "off_cpu")):
-                    baseline = statistics.median(cols[off])
-                    into.setdefault(col, []).extend(max(0.0, v - baseline) for v in cols[on])
+                    into.setdefault(col, []).extend(minus_median(cols[on], cols[off]))
     print(f"\nLatency at {args.latency_fill} memories, {' against '.join(names)} in one run: {args.rounds} rounds "
           f"x {args.per_bucket} prompts a bucket, sides alternating; ms p50 / p95")
     columns = ("added", "cpu+", "work", "wait", "search", "embed")
@@ -701,7 +860,8 @@ async def main_async(args: argparse.Namespace) -> int:
             print(f"\nLatency at {args.latency_fill} memories, query cache off:")
             out = Path(args.samples_json) if args.samples_json else None
             await latency(all_samples, workdir, ident, gate, args.per_bucket, out, args.query_words, args.idle_ms,
-                          args.threads, args.search_threads)
+                          args.threads, args.search_threads, args.old_control, args.phases, args.embed_threads,
+                          args.switch_ms)
     print(f"\ntotal {time.perf_counter() - started:.0f} s; timings on a shared 2-core machine are noisy: "
           "compare the on/off columns of one run")
     return 0
@@ -726,6 +886,11 @@ def main() -> int:
                         "the command)")
     parser.add_argument("--threads", action="store_true",
                         help="latency: also each thread group's CPU over the span (Linux; adds the /proc reads to it)")
+    parser.add_argument("--old-control", action="store_true",
+                        help="latency: also the control used until session 9 (one recall-off session for all prompts, "
+                        "its later turns not first turns), in columns of its own")
+    parser.add_argument("--phases", action="store_true",
+                        help="latency: where recall's worker spends its time, by phase (wall and thread CPU)")
     parser.add_argument("--base", help="latency: a git revision measured in the same run, alternating with this tree "
                         "(the filled store only; its package, this script)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each side with --base / --vs-search-threads")
@@ -733,8 +898,16 @@ def main() -> int:
                         help="latency: storage.search_threads of the store (0: Edge's own)")
     parser.add_argument("--vs-search-threads",
                         help="latency: storage.search_threads values, e.g. 1,0, side by side in one run (filled store)")
+    parser.add_argument("--embed-threads", type=int,
+                        help="latency: embeddings.threads (intra-op threads of the model) of the recall-on sessions")
+    parser.add_argument("--vs-embed-threads",
+                        help="latency: embeddings.threads values of the recall-on sessions, e.g. 1,2, side by side in "
+                        "one run (filled store)")
+    parser.add_argument("--switch-ms", type=float,
+                        help="latency: the interpreter's switch interval in ms (sys.setswitchinterval; Python's is 5)")
+    parser.add_argument("--vs-switch-ms", help="latency: switch intervals in ms, e.g. 5,1, side by side in one run")
     args = parser.parse_args()
-    if args.base or args.vs_search_threads:
+    if args.base or args.vs_search_threads or args.vs_embed_threads or args.vs_switch_ms:
         if not DATA.exists():
             print(f"SKIP: LoCoMo data not found at {DATA} (it lives in ../shared/data, outside the repository)")
             return 0

@@ -43,11 +43,13 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -57,6 +59,12 @@ from _common import p50_p95, print_table
 
 IDENTITY = "shared"
 TICK_S = 0.3
+# The ``phased`` schedule (class Ticks): worker i of round r draws its phases from random.Random(PHASE_SEED, r, i),
+# a fresh one every PHASE_HOLD ticks, starting PHASE_START_S after the last worker is ready.
+PHASE_SEED = 19
+PHASE_HOLD = 5
+PHASE_START_S = 0.5
+SCHEDULES = ("phased", "ready")
 FILL_BASE = 1_000_000  # texts of the writes during the run: the generator's memories from here on
 CALL_ROUNDS = 12  # calls of each tool counted by the ``calls`` phase
 
@@ -204,11 +212,23 @@ def _count_frames() -> list[list[str]]:
     def counting(sock: Any, message: Any) -> None:
         if isinstance(message, dict) and "op" in message:
             calls = (message.get("a") or {}).get("calls") if message["op"] == "batch" else None
-            frames.append([str(c.get("op")) for c in calls] if calls else [str(message["op"])])
+            sent = [str(c.get("op")) for c in calls] if calls else [str(message["op"])]
+            # A memory's context vector, written after its store answered (session 10), is sent by a thread of its
+            # own while the next calls run: counted apart, not as theirs.
+            if threading.current_thread().name.startswith(AFTER_ANSWER_THREADS):
+                AFTER_ANSWER.append(sent)
+            else:
+                frames.append(sent)
         send(sock, message)
 
     wire.send = counting  # type: ignore[assignment]
     return frames
+
+
+# The threads that write a memory's context vector after memory_store answered (memory/context_vectors.py), and
+# the requests they sent (``_count_frames``).
+AFTER_ANSWER_THREADS = ("agent-memory-ctx",)
+AFTER_ANSWER: list[list[str]] = []
 
 
 PLAN_PROMPTS = [
@@ -258,6 +278,12 @@ async def _calls_worker(opts: argparse.Namespace) -> None:
             # A hit (the same request: a use is counted) and a miss, alternating.
             "plan_lookup": await call("plan_lookup", {"prompt": PLAN_PROMPTS[k % 3] if k % 2 == 0 else texts[k]}),
         }
+        # The store's context vector, written after its answer (trees since session 10), all of it.
+        settle = getattr(rt.memory(), "settle", None)
+        if settle is not None:
+            settle(60)
+        made["memory_store (after the answer)"] = AFTER_ANSWER[:]
+        AFTER_ANSWER.clear()
         for tool, sent in made.items():
             if tool == "plan_lookup":
                 tool += " (hit)" if k % 2 == 0 else " (miss)"
@@ -346,11 +372,63 @@ async def _load(opts: argparse.Namespace, call: Any, log: Log, peers: Peers, mem
             await watcher
 
 
+def _wait_peers_ready(logs: Path, count: int) -> float:
+    """Wait until ``count`` workers of this run have logged ``ready``; the wall time of the last one."""
+    while True:
+        at = [r["at"] for r in _records(logs) if r.get("t") == "ready"]
+        if len(at) >= count:
+            return max(at)
+        time.sleep(0.02)
+
+
+class Ticks:
+    """When each tick of a worker's load starts.
+
+    ``ready`` (session 9's method): from this worker's own ready instant, the next tick 0.3 s after the last one
+    started (later when a call overran). The workers' relative phases are then whatever their warm-ups left,
+    fixed for the round; warm-ups that end together (the clients of a shared store wait for the owner's first
+    calls) make every store meet the others' on two cores, in one variant more than in another.
+
+    ``phased``: every worker waits for the others to be ready; from a common start, its tick k starts at
+    start + k * 0.3 s + its phase, a phase drawn afresh every PHASE_HOLD ticks (uniform in [0, 0.3 s)) from a
+    generator seeded by the round and the worker, so every variant of a round runs the same phases. Independent
+    processes drift against each other; this samples their relative phases many times a round instead of once.
+    A call that overran starts at the next tick of the grid, so one late call does not shift the ones after it.
+    """
+
+    def __init__(self, opts: argparse.Namespace) -> None:
+        self.phased = opts.phase_seed is not None
+        self.rng = random.Random(opts.phase_seed)
+        self.phases: list[float] = []
+        self.k = 0
+        self.start = _wait_peers_ready(opts.logs, opts.peers) + PHASE_START_S if self.phased else time.time()
+        self.last = time.time() - TICK_S  # ``ready``: the first tick starts at once
+
+    def _at(self, k: int) -> float:
+        while len(self.phases) <= k // PHASE_HOLD:
+            self.phases.append(self.rng.uniform(0.0, TICK_S))
+        return self.start + k * TICK_S + self.phases[k // PHASE_HOLD]
+
+    async def next(self) -> None:
+        """Sleep until the next tick starts."""
+        now = time.time()
+        if self.phased:
+            while self._at(self.k) < now:
+                self.k += 1
+            when = self._at(self.k)
+            self.k += 1
+        else:
+            when = max(now, self.last + TICK_S)
+        await asyncio.sleep(max(0.0, when - now))
+        self.last = time.time()
+
+
 async def _run_load(opts: argparse.Namespace, call: Any, log: Log, memory: Any, texts: list[str]) -> None:
+    ticks = Ticks(opts)
+    await ticks.next()
     deadline = time.monotonic() + opts.seconds
     k = 0
     while time.monotonic() < deadline:
-        tick = time.monotonic()
         content = f"{opts.name} note {k}: " + memory(opts.offset + k)["content"]
         started = time.perf_counter()
         ok, body = await call("memory_store", {"content": content, "kind": "fact"})
@@ -368,7 +446,7 @@ async def _run_load(opts: argparse.Namespace, call: Any, log: Log, memory: Any, 
         else:
             log.put(t="error", op="memory_search", ms=ms, message=str(body)[:300])
         k += 1
-        await asyncio.sleep(max(0.0, TICK_S - (time.monotonic() - tick)))
+        await ticks.next()
     log.put(t="done", at=time.time())
 
 
@@ -399,10 +477,14 @@ async def _watch(call: Any, log: Log, peers: Peers, stop: asyncio.Event) -> None
 
 
 def _spawn(root: Path, logs: Path, name: str, face: str, seconds: float, offset: int, identity: str = IDENTITY,
-           check: bool = True, src: Path | None = None, probe: bool = False) -> subprocess.Popen[bytes]:
-    """A worker process; with ``src`` (a source tree of this repository) it imports the module from there."""
+           check: bool = True, src: Path | None = None, probe: bool = False,
+           phase: tuple[int, int] | None = None) -> subprocess.Popen[bytes]:
+    """A worker process; with ``src`` (a source tree of this repository) it imports the module from there;
+    with ``phase`` (a seed, how many workers run) its load runs on the ``phased`` schedule (:class:`Ticks`)."""
     args = [sys.executable, __file__, "--worker", "--root", str(root), "--logs", str(logs), "--name", name,
             "--face", face, "--seconds", str(seconds), "--offset", str(offset), "--identity", identity]
+    if phase is not None:
+        args += ["--phase-seed", str(phase[0]), "--peers", str(phase[1])]
     if check:
         args.append("--check")
     if probe:
@@ -412,6 +494,13 @@ def _spawn(root: Path, logs: Path, name: str, face: str, seconds: float, offset:
         # Ahead of the installed (editable) package: the baseline tree's module is the one imported.
         env["PYTHONPATH"] = os.pathsep.join([str(src / "modules" / "tool-agent-memory"), env.get("PYTHONPATH", "")])
     return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(logs / f"{name}.err", "w"), env=env)
+
+
+def _phases(schedule: str, round_no: int, count: int) -> list[tuple[int, int] | None]:
+    """Each worker's ``phase`` argument in round ``round_no`` (its generator's seed, how many workers run): the
+    same for every variant of the round."""
+    return [(PHASE_SEED * 1_000_000 + round_no * 100 + i, count) if schedule == "phased" else None
+            for i in range(count)]
 
 
 def _trees(opts: argparse.Namespace) -> list[tuple[str, Path | None]]:
@@ -634,16 +723,21 @@ def _median_frames(records: list[dict[str, Any]], kind: str) -> float:
 
 
 def phase_latency(opts: argparse.Namespace, work: Path, base: Path) -> None:
-    variants: list[tuple[str, str, Path | None]] = []  # (label, kind, source tree)
-    for tree, src in _trees(opts):
-        suffix = _suffix(tree, src)
-        variants += [(f"alone{suffix}", "alone", src), (f"shared{suffix}", "shared", src)]
-    variants.insert(1, ("separate", "separate", None))
-    if not opts.skip_handover:
-        variants.append(("handover", "handover", None))
-    results: dict[str, list[dict[str, Any]]] = {label: [] for label, _, _ in variants}
+    variants: list[tuple[str, str, Path | None, str]] = []  # (label, kind, source tree, schedule)
+    for schedule in opts.schedule:
+        mark = _schedule_mark(opts, schedule)
+        runs = []
+        for tree, src in _trees(opts):
+            suffix = _suffix(tree, src)
+            runs += [(f"alone{suffix}{mark}", "alone", src, schedule),
+                     (f"shared{suffix}{mark}", "shared", src, schedule)]
+        runs.insert(1, (f"separate{mark}", "separate", None, schedule))
+        if not opts.skip_handover:
+            runs.append((f"handover{mark}", "handover", None, schedule))
+        variants += runs
+    results: dict[str, list[dict[str, Any]]] = {label: [] for label, _, _, _ in variants}
     for round_no in range(opts.rounds):
-        for n, (label, kind, src) in enumerate(variants):
+        for n, (label, kind, src, schedule) in enumerate(variants):
             root, logs = work / f"lat-{n}-{round_no}", work / f"lat-{n}-{round_no}-logs"
             root.mkdir()
             logs.mkdir()
@@ -653,8 +747,9 @@ def phase_latency(opts: argparse.Namespace, work: Path, base: Path) -> None:
                 _copy_store(base, root, identity)
             face = "handover" if kind == "handover" else "tools"
             seconds = opts.latency_seconds
+            phases = _phases(schedule, round_no, count)
             procs = [_spawn(root, logs, f"w{i}", face, seconds, FILL_BASE + 2_000_000 + 10_000 * (round_no * 8 + i),
-                            identities[i], check=False, src=src) for i in range(count)]
+                            identities[i], check=False, src=src, phase=phases[i]) for i in range(count)]
             for proc in procs:
                 proc.wait()
             results[label].extend(_records(logs))
@@ -663,26 +758,35 @@ def phase_latency(opts: argparse.Namespace, work: Path, base: Path) -> None:
     summaries = {label: _summary(records) for label, records in results.items()}
     p95 = {label: (p50_p95(s["stores"])[1], p50_p95(s["searches"])[1]) for label, s in summaries.items()}
     rows = []
-    for label, _kind, _ in variants:
+    for label, _kind, _, _ in variants:
         s = summaries[label]
         st50, st95 = p50_p95(s["stores"])
         se50, se95 = p50_p95(s["searches"])
         rows.append([label, len(s["stores"]) + len(s["searches"]), len(s["errors"]), st50, st95, se50, se95,
                      _median_frames(results[label], "store"), _median_frames(results[label], "search")])
     print(f"\n== latency at {opts.size:,} memories, per call, {opts.rounds} rounds of {opts.latency_seconds:.0f} s "
-          f"per variant (alternating; one store + one search every {TICK_S} s per process)")
+          f"per variant (alternating; one store + one search every {TICK_S} s per process; schedule "
+          f"{', '.join(opts.schedule)}: see Ticks)")
     print_table(["variant", "calls", "errors", "store p50", "store p95", "search p50", "search p95",
                  "frames/store (client)", "frames/search (client)"], rows)
     # The target: shared p95 at most +30 ms over alone. Against "separate" (three processes, three identities:
     # the same CPU load, nothing shared) the gap is what sharing itself costs.
     gaps = []
-    for tree, src in _trees(opts):
-        suffix = _suffix(tree, src)
-        shared, alone, separate = p95[f"shared{suffix}"], p95[f"alone{suffix}"], p95["separate"]
-        gaps.append([tree, shared[0] - alone[0], shared[0] - separate[0], shared[1] - alone[1],
-                     shared[1] - separate[1]])
+    for schedule in opts.schedule:
+        mark = _schedule_mark(opts, schedule)
+        for tree, src in _trees(opts):
+            suffix = _suffix(tree, src)
+            shared, alone = p95[f"shared{suffix}{mark}"], p95[f"alone{suffix}{mark}"]
+            separate = p95[f"separate{mark}"]
+            gaps.append([f"{tree}{mark}", shared[0] - alone[0], shared[0] - separate[0], shared[1] - alone[1],
+                         shared[1] - separate[1]])
     print("\n== p95 gaps of the shared variant, ms (target: store and search p95 at most +30 over alone)")
     print_table(["tree", "store vs alone", "store vs separate", "search vs alone", "search vs separate"], gaps)
+
+
+def _schedule_mark(opts: argparse.Namespace, schedule: str) -> str:
+    """The label suffix of a schedule's variants: none when the run has one schedule."""
+    return f" [{schedule}]" if len(opts.schedule) > 1 else ""
 
 
 def phase_calls(opts: argparse.Namespace, work: Path, base: Path) -> None:
@@ -711,7 +815,8 @@ def phase_calls(opts: argparse.Namespace, work: Path, base: Path) -> None:
     print(f"\n== requests a client sends the owner per tool call ({CALL_ROUNDS} calls each, after a warm-up; a batch "
           "is one request; an unlock is not waited for; plan_lookup alternates a hit, which counts a use, and a miss)")
     rows = []
-    for tool in ("memory_store", "memory_search", "cache_write", "plan_lookup (hit)", "plan_lookup (miss)"):
+    for tool in ("memory_store", "memory_store (after the answer)", "memory_search", "cache_write", "plan_lookup (hit)",
+                 "plan_lookup (miss)"):
         row: list[object] = [tool]
         for tree, _ in _trees(opts):
             calls = counted[tree].get(tool, [])
@@ -778,9 +883,10 @@ def phase_breakdown(opts: argparse.Namespace, work: Path, base: Path) -> None:
             identities = [f"{IDENTITY}{i}" if label == "separate" else IDENTITY for i in range(count)]
             for identity in set(identities):
                 _copy_store(base, root, identity)
+            phases = _phases(opts.schedule[0], round_no, count)
             procs = [_spawn(root, logs, f"w{i}", "tools", opts.latency_seconds,
                             FILL_BASE + 3_000_000 + 10_000 * (round_no * 8 + i), identities[i], check=False,
-                            probe=True) for i in range(count)]
+                            probe=True, phase=phases[i]) for i in range(count)]
             for proc in procs:
                 proc.wait()
             runs.setdefault(label, []).extend(_records(logs))
@@ -818,9 +924,11 @@ def phase_breakdown(opts: argparse.Namespace, work: Path, base: Path) -> None:
     for record in shared:
         if record.get("what") == "served":
             served.setdefault(record["op"], []).append(record)
-    print("\n== the owner serving the clients (shared): per call, wall (a lock: its wait) and the serving thread's CPU")
-    print_table(["call", "count", "wall ms", "cpu ms"],
-                [[op, len(rs), _pcts([r["ms"] for r in rs]), _pcts([r["cpu"] for r in rs])]
+    print("\n== the owner serving the clients (shared): per call, wall (a lock: its wait) = the serving thread on a "
+          "core + waiting for a core + asleep (the GIL, mostly), schedstat")
+    print_table(["call", "count", "wall ms", "on a core ms", "waiting for a core ms", "asleep ms"],
+                [[op, len(rs)] + [_pcts([float(r.get(key, 0.0)) for r in rs]) for key in ("ms", "cpu", "runq",
+                                                                                         "blocked")]
                  for op, rs in sorted(served.items(), key=lambda kv: -len(kv[1]))])
     rows = []
     for label, records in runs.items():
@@ -859,6 +967,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--skip-handover", action="store_true")
+    parser.add_argument("--schedule", action="append", choices=SCHEDULES, default=None,
+                        help="when each worker's ticks start (latency and breakdown phases; see Ticks): phased "
+                             "(default: seeded phases, drawn afresh every few ticks) or ready (session 9: from "
+                             "each one's warm-up); repeat to run both side by side")
     parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "agent-memory-bench")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (logs) and print where it is")
     # Worker mode (internal).
@@ -871,7 +983,10 @@ def main() -> None:
     parser.add_argument("--identity", default=IDENTITY, help=argparse.SUPPRESS)
     parser.add_argument("--check", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--phase-seed", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--peers", type=int, default=1, help=argparse.SUPPRESS)
     opts = parser.parse_args()
+    opts.schedule = opts.schedule or ["phased"]
     if opts.worker:
         if opts.face == "wire":
             _wire_worker(opts)

@@ -113,6 +113,29 @@ async def test_the_block_is_on_every_request_of_the_turn(start_stack: StackFacto
     assert _injected(stack.provider.requests[-1]) == []
 
 
+async def test_the_event_comes_after_its_request_and_within_the_turn(
+    start_stack: StackFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A delay no turn here reaches: only the turn's end can have emitted the events before the turn returns.
+    monkeypatch.setattr(recall_hooks, "EMIT_DELAY_S", 60.0)
+    stack = await start_stack(config={"recall": {"briefing_tokens": 0}})
+    await _store(stack, DENTIST)
+    seen_at_request: list[int] = []
+    complete = stack.provider.complete
+
+    async def recording(request: Any, **kwargs: Any) -> Any:
+        if request.tools:
+            seen_at_request.append(len(stack.of("memory:recalled")))
+        return await complete(request, **kwargs)
+
+    monkeypatch.setattr(stack.provider, "complete", recording)
+    await stack.turn(RELEVANT, calls(("memory_search", {"query": "dentist"})), say("Dr. Alvarez."))
+    assert seen_at_request == [0, 0]  # neither request waited for its event
+    # both, in the order of their requests, before the turn returned (each orchestrator counts from its own start)
+    first, second = (e["iteration"] for e in stack.of("memory:recalled"))
+    assert second == first + 1
+
+
 async def test_a_superseded_memory_is_marked(start_stack: StackFactory) -> None:
     stack = await start_stack()
     older = await _store(stack, DENTIST)

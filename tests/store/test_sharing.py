@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -377,3 +378,50 @@ def test_a_duplicate_another_process_stores_after_the_early_check_is_answered_at
     monkeypatch.setattr(svc, "_nearest_unless_stored", early)
     stored = svc.store(MemoryStoreInput(content=FACTS[1], kind="fact"))
     assert stored.created and owner.ask("get", ids=[stored.id])["found"] == [stored.id]
+
+
+def test_a_process_that_takes_the_store_over_or_sees_another_leave_runs_its_takeover_hooks(
+    processes: Callable[[str], Proc], make_runtime: Callable[..., AgentMemory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a process that ended left half done (a context vector not yet written) is finished by the owner: the
+    hooks run when this process takes the store over from a dead owner, and in an owner when a client leaves."""
+    owner = processes("session-owner")
+    client = make_runtime(session_id="session-client")
+    client.memory().coll.count()
+    store = client.store()
+    assert store.is_owner is False
+    ran: list[bool] = []
+    done = threading.Event()
+
+    def hook() -> None:
+        ran.append(store.is_owner)
+        done.set()
+
+    remove = store.on_takeover(hook)
+    owner.ask("store", content=FACTS[0])
+    assert not done.is_set(), "no hook while the owner lives"
+
+    owner.proc.send_signal(signal.SIGKILL)
+    owner.proc.wait(timeout=30)
+    assert client.memory().coll.count() == 1  # the next call takes the store over
+    assert done.wait(timeout=60), "the takeover ran the hook"
+    assert ran == [True]
+
+    # Now the owner: a client that joins and leaves (quits or dies) runs it again.
+    done.clear()
+    late = processes("session-late")
+    assert late.hello["owner"] is False and late.ask("get", ids=[])["found"] == []
+    late.quit()
+    assert done.wait(timeout=60), "a leaving client ran the owner's hook"
+    assert all(ran)
+    # A removed hook stays removed; the hooks run in order, so one added after it has run when it would have.
+    remove()
+    runs = len(ran)
+    sentinel = threading.Event()
+    store.on_takeover(sentinel.set)
+    again = processes("session-again")
+    again.ask("get", ids=[])
+    again.proc.send_signal(signal.SIGKILL)
+    again.proc.wait(timeout=30)
+    assert sentinel.wait(timeout=60), "a SIGKILLed client ran the owner's hooks"
+    assert len(ran) == runs

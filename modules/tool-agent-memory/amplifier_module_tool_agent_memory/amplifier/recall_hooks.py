@@ -21,7 +21,9 @@ ephemeral ``inject_context`` is appended to that one request only. So:
   whole turn): whole lines are dropped until it fits;
 * a failing store, a timeout or any error injects nothing and is reported in ``memory:recalled``
   (``reason``); the handlers never raise. The event is emitted once the request has left (it reports and
-  changes nothing), not on the request's path.
+  changes nothing), not on the request's path: ``EMIT_DELAY_S`` after it, while the provider's call is under
+  way, or at the turn's end (``orchestrator:complete``) when that comes first, so it still arrives within the
+  turn.
 
 A sub-agent session (``coordinator.parent_id`` set) gets what ``recall.sub_agents`` says: its own
 prompts' recall without the briefing (default), both, or nothing.
@@ -43,6 +45,12 @@ logger = logging.getLogger(__name__)
 PROMPT_SUBMIT = "prompt:submit"
 PROVIDER_REQUEST = "provider:request"
 RECALLED = "memory:recalled"
+TURN_END = "orchestrator:complete"
+# How long after the request it reports memory:recalled is emitted: by then the orchestrator is waiting for the
+# provider's answer and the loop is idle. Emitted from a task the loop ran next, it ran before the request left:
+# the logging, the activity log's write and the hooks' dispatch were on the request's path (quiet lane, session 10:
+# docs/recall.md).
+EMIT_DELAY_S = 0.02
 # Before the session's other context hooks run their own work (lower runs first), after policy hooks.
 PRIORITY = 20
 RECALL_TAG = "agent-memory-recall"
@@ -81,6 +89,14 @@ class SessionRecall:
     briefing: asyncio.Future[Briefing] | None = None
     briefed: bool = False
     running: set[asyncio.Future[Any]] = field(default_factory=set)
+    # memory:recalled events waiting for their delay: calling one emits it now (once).
+    pending: list[Callable[[], None]] = field(default_factory=list)
+
+    def emit_pending(self) -> None:
+        """Start emitting every event still waiting for its delay, in the order of their requests."""
+        pending, self.pending = self.pending, []
+        for start in pending:
+            start()
 
 
 def compute(runtime: AgentMemory, prompt: str) -> TurnWork:
@@ -191,6 +207,7 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
         from amplifier_core.models import HookResult
 
         try:
+            state.emit_pending()  # a previous turn's last event, if its turn did not end as usual
             prompt = str((data or {}).get("prompt") or "")
             state.task = None  # a previous turn's recall still running finishes; its result is dropped
             if prompt.strip() and runtime.is_ready():
@@ -220,11 +237,38 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
     def emit_after_request(payload: dict[str, Any]) -> None:
         """``memory:recalled``, emitted once the request has left: the event only reports, and emitting it
         (through the session's hooks, its handlers and the activity log) before returning added 2.1 ms p50 /
-        6.2 ms p95 to the first request (loaded machine, docs/recall.md). The orchestrator's next await runs it,
-        within the turn; the session's cleanup waits for it."""
-        task = asyncio.get_running_loop().create_task(runtime.emit(RECALLED, payload))
-        state.running.add(task)
-        task.add_done_callback(state.running.discard)
+        6.2 ms p95 to the first request (loaded machine, docs/recall.md). It starts ``EMIT_DELAY_S`` later, or at
+        the turn's end, the next prompt or the session's cleanup if one comes first; the cleanup waits for it."""
+        loop = asyncio.get_running_loop()
+        handle: asyncio.TimerHandle | None = None
+
+        def start() -> None:
+            nonlocal handle
+            if handle is None:
+                return  # already started
+            handle.cancel()
+            handle = None
+            if start in state.pending:
+                state.pending.remove(start)
+            task = loop.create_task(runtime.emit(RECALLED, payload))
+            state.running.add(task)
+            task.add_done_callback(state.running.discard)
+
+        handle = loop.call_later(EMIT_DELAY_S, start)
+        state.pending.append(start)
+
+    async def on_turn_end(event: str, data: dict[str, Any]) -> Any:
+        """The turn's events not emitted yet are emitted before the turn returns."""
+        from amplifier_core.models import HookResult
+
+        try:
+            state.emit_pending()
+            emitting = {f for f in state.running if isinstance(f, asyncio.Task)}
+            if emitting:
+                await asyncio.wait(emitting, timeout=timeout_s)
+        except Exception:
+            logger.exception("emitting memory:recalled failed")
+        return HookResult(action="continue")
 
     async def _injection(data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         base: dict[str, Any] = {"iteration": data.get("iteration"), "ids": [], "briefing_ids": [], "tokens": 0}
@@ -287,6 +331,8 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
                                    name=f"agent-memory.recall.prompt.{id(runtime):x}"),
         coordinator.hooks.register(PROVIDER_REQUEST, on_request, priority=PRIORITY,
                                    name=f"agent-memory.recall.request.{id(runtime):x}"),
+        coordinator.hooks.register(TURN_END, on_turn_end, priority=PRIORITY,
+                                   name=f"agent-memory.recall.turn-end.{id(runtime):x}"),
     ]
     if state.wants_briefing:
         unregisters += [coordinator.hooks.register(event, on_memory_changed, priority=PRIORITY,
@@ -298,6 +344,7 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
         for fn in unregisters:
             if callable(fn):
                 fn()
+        state.emit_pending()
         if state.running:
             # A worker still reading (a briefing started at session start, a late recall) ends before the cleanup
             # releases the store it reads.

@@ -146,13 +146,16 @@ class OwnerServer:
         collection: Callable[[Any], BaseCollection],
         hello: dict[str, Any],
         store_calls: dict[str, Callable[[], Any]] | None = None,
+        peer_left: Callable[[], None] | None = None,
     ) -> None:
         """``collection`` opens a collection from its spec; ``hello`` is what each new connection is told;
-        ``store_calls`` answers store-level questions (journal status) by name."""
+        ``store_calls`` answers store-level questions (journal status) by name; ``peer_left`` is called when a
+        served connection ends, unless this owner is stopping."""
         self.store_path = store_path
         self._collection = collection
         self._hello = hello
         self._store_calls = store_calls or {}
+        self._peer_left = peer_left
         self._token = secrets.token_hex(32)
         self._listener: socket.socket | None = None
         self._conns: set[socket.socket] = set()
@@ -286,8 +289,11 @@ class OwnerServer:
             with self._guard:
                 self._conns.discard(conn)
                 self._threads.discard(threading.current_thread())
+                stopped = self._stopped
             with contextlib.suppress(OSError):
                 conn.close()
+            if serving and not stopped and self._peer_left is not None:
+                self._peer_left()
 
     def _answer(
         self, message: dict[str, Any], colls: dict[str, BaseCollection], held: dict[str, int]

@@ -127,6 +127,12 @@ class SharedStore:
         self._colls: dict[str, SharedCollection] = {}
         self._closed = False
         self._joined = False
+        # Called when this process takes the store over from an owner that ended, or a process it served leaves:
+        # what the other process left half done (a context vector it had not written yet) is finished here.
+        self._takeover_hooks: list[Callable[[], None]] = []
+        self._hooks_lock = threading.Lock()
+        self._hooks_due = False
+        self._hooks_running = False
 
     def join(self) -> None:
         """Become the owner or a client of the store, once (may wait up to ``wait_s`` for an owner)."""
@@ -191,6 +197,44 @@ class SharedStore:
             self._closed = True
             self._leave()
 
+    def on_takeover(self, hook: Callable[[], None]) -> Callable[[], None]:
+        """Run ``hook`` (on a background thread) each time this process becomes the owner after another one ended,
+        and each time a process it serves leaves (dead or not); returns what removes it."""
+        with self._hooks_lock:
+            self._takeover_hooks.append(hook)
+
+        def remove() -> None:
+            with self._hooks_lock, contextlib.suppress(ValueError):
+                self._takeover_hooks.remove(hook)
+
+        return remove
+
+    def _taken_over(self) -> None:
+        """Run the hooks on a thread; several calls while they run (a leaving process closes a connection per
+        thread) run them once more after, not once each."""
+        with self._hooks_lock:
+            if self._hooks_due:
+                return
+            self._hooks_due = True
+            if self._hooks_running:
+                return
+            self._hooks_running = True
+        threading.Thread(target=self._run_hooks, name="agent-memory-takeover", daemon=True).start()
+
+    def _run_hooks(self) -> None:
+        while True:
+            with self._hooks_lock:
+                if not self._hooks_due or self._closed:
+                    self._hooks_running = False
+                    return
+                self._hooks_due = False
+                hooks = list(self._takeover_hooks)
+            for hook in hooks:
+                try:
+                    hook()
+                except Exception:
+                    logger.warning("finishing what another process of the store left failed", exc_info=True)
+
     # Joining: owner or client
 
     def _join(self, failed_generation: int | None) -> None:
@@ -212,6 +256,8 @@ class SharedStore:
                     raise StoreInUseError(_no_owner_message(self._path, waited))
                 time.sleep(_RETRY_S)
             self._generation += 1
+            if failed_generation is not None and self.is_owner:
+                self._taken_over()
             logger.info(
                 "joined a shared store",
                 extra={
@@ -243,6 +289,7 @@ class SharedStore:
             local.collection,
             {"model_id": local.model_id, "dim": local.dim},
             {"journal_status": local.journal_status},
+            peer_left=self._taken_over,
         )
         try:
             server.start()
