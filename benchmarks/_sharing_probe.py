@@ -13,8 +13,8 @@ times, per ``memory_store`` (the caller's own segments, wall and the calling thr
   in this process: a client's lock is taken at the owner with its next request, so it shows there);
 - per request a client sends the owner: its round trip, the bytes each way, the JSON encode/decode time.
 
-In the owner it times each call it serves for another process (wall; the serving thread's time on a core, waiting
-for a core, and asleep, from Linux's schedstat: a serving thread asleep mid-call waits for the GIL; a ``lock``
+In the owner it times each call it serves for another process (wall; the serving thread's CPU, its wait for a core
+from Linux's schedstat, and the rest, asleep: a serving thread asleep mid-call waits for the GIL; a ``lock``
 call's wall is the time it waited for the lock), and every wait for a collection lock, its own sessions' too.
 Records are JSON lines through the worker's log (``t: "probe"``).
 """
@@ -142,12 +142,14 @@ def install(put: Callable[..., None]) -> None:
     original_answer = owner.OwnerServer._answer
 
     def answer(self: Any, message: dict[str, Any], colls: Any, held: Any) -> dict[str, Any]:
-        wall, sched = time.perf_counter(), _schedstat()
+        wall, cpu, queued_before = time.perf_counter(), time.thread_time(), _run_delay()
         try:
             return original_answer(self, message, colls, held)
         finally:
             ms = (time.perf_counter() - wall) * 1000
-            ran, queued = (now - then for now, then in zip(_schedstat(), sched, strict=True))
+            # The thread's CPU clock, not schedstat's run time: that one is brought up to date only at a switch
+            # or a tick, so a call shorter than a tick read 0 on a core.
+            ran, queued = (time.thread_time() - cpu) * 1000, _run_delay() - queued_before
             # Wall = on a core + runnable but waiting for one + neither: asleep, which for a serving thread is
             # the GIL (or the engine's own locks; its pool's threads are not this one).
             put(t="probe", what="served", op=str(message.get("op")), ms=ms, cpu=ran, runq=queued,
@@ -165,14 +167,13 @@ def install(put: Callable[..., None]) -> None:
     owner.OwnerServer._serve = serve  # type: ignore[method-assign]
 
 
-def _schedstat() -> tuple[float, float]:
-    """This thread's time on a core and waiting for one (runnable), ms (Linux schedstat; thread CPU elsewhere)."""
+def _run_delay() -> float:
+    """How long this thread has waited for a core while runnable, ms (Linux schedstat; 0 elsewhere)."""
     try:
         with open("/proc/thread-self/schedstat") as fh:
-            ran, queued, _ = fh.read().split()
-        return int(ran) / 1e6, int(queued) / 1e6
+            return int(fh.read().split()[1]) / 1e6
     except OSError:
-        return time.thread_time() * 1000, 0.0
+        return 0.0
 
 
 def _io(direction: str, size: int, started: float) -> None:
