@@ -83,8 +83,10 @@ def install(put: Callable[..., None]) -> None:
     # Session 9: the early duplicate check travels with the near-match query (one store call).
     near = "_nearest_unless_stored" if hasattr(svc, "_nearest_unless_stored") else "_nearest_same_kind"
     setattr(svc, near, _timed("near", getattr(svc, near)))
-    # Waiting for the context window's run (on another thread) after the judgement.
-    service.wait = _timed("ctx wait", service.wait)  # type: ignore[attr-defined]
+    # Waiting for the context window's run (on another thread) after the judgement. Since session 10 a store no
+    # longer waits for it (the vector is written after the answer): the segment stays empty there.
+    if hasattr(service, "wait"):
+        service.wait = _timed("ctx wait", service.wait)
     svc._thread_tail = _timed("tail", svc._thread_tail)  # type: ignore[method-assign]
 
     # The memory's own embedding (on the calling thread; the context window's run is on another one).

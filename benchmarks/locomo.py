@@ -77,6 +77,8 @@ async def run_sample(
             if not result.success:
                 raise RuntimeError(f"memory_store failed: {result.error}")
             ids_of_turn[turn["dia_id"]] = result.output["id"]
+    # The context vectors are written after each store's answer: the questions are asked of a settled store.
+    store.runtime.memory().settle()
     if index:
         # A conversation is far below the size that builds the index on its own: build it, so the
         # searches go through the HNSW graph and the quantized vectors a large store uses.

@@ -467,6 +467,10 @@ def worker_serve(opts: argparse.Namespace) -> dict[str, Any]:
 
         runtime = search.runtime
         svc = runtime.memory()
+        # The probes below measure a settled store: the stores' context vectors are written after their answers
+        # (an older revision measured with --base has no settle: it wrote them before answering).
+        if hasattr(svc, "settle"):
+            svc.settle()
         result.update(_engine_latencies(svc, texts[1:]))
         result.update(_filtered_recall(svc, texts[1:]))
         embed = []

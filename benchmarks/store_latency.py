@@ -47,6 +47,12 @@ async def main():
                 raise SystemExit(f"memory_store failed: {result.error}")
             if i >= fill:
                 timed_store.append(elapsed)
+        # The searches run on a settled store: the context vectors are written after the stores' answers (a base
+        # revision without settle() wrote them before answering).
+        runtime = getattr(store, "runtime", None)
+        settle = getattr(runtime.memory(), "settle", None) if runtime is not None else None
+        if settle is not None:
+            settle()
         for query in queries[:searches]:
             started = time.perf_counter()
             result = await search.execute({"query": query})

@@ -27,6 +27,7 @@ async def test_a_stored_memory_holds_its_own_vector_and_its_context_windows(
     tools = runtime_tools(rt)
     await call(tools["memory_store"], {"content": FIRST})
     memory_id = (await call(tools["memory_store"], {"content": SECOND}))["id"]
+    assert rt.memory().settle(timeout=60) == 0  # the context vector is written after the answer
     [record] = rt.memory().coll.retrieve([memory_id], with_vector=True)
     [of_memory, of_window] = embedder.embed_documents([SECOND, f"{FIRST}\n{SECOND}"])
     assert _cosine(list(record.vector["dense"]), of_memory) > 0.99999

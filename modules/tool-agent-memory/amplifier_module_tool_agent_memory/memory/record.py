@@ -22,9 +22,12 @@ from .restated import RESTATED, RESTATED_META
 # The links of an update chain (memory/chains.py walks them): the id a memory replaced, the id that replaced it.
 SUPERSEDES = "supersedes"
 SUPERSEDED_BY = "superseded_by"
+# Set while the ``ctx`` vector is a placeholder (the memory's own vector): memory_store answers before the context
+# window's embedding ends (memory/context_vectors.py), and the marker goes once the real vector is written.
+CTX_PENDING = "ctx_pending"
 
-# Payload fields left out while empty: a memory without links or restated wordings stores none of them.
-_OPTIONAL = frozenset({SUPERSEDES, SUPERSEDED_BY, RESTATED, RESTATED_META})
+# Payload fields left out while empty: a memory without links, restated wordings or a pending vector stores none.
+_OPTIONAL = frozenset({SUPERSEDES, SUPERSEDED_BY, RESTATED, RESTATED_META, CTX_PENDING})
 
 
 @dataclass
@@ -50,6 +53,8 @@ class StoredMemory:
     superseded_by: str | None = None
     restated: list[str] = field(default_factory=list)
     restated_meta: list[dict[str, Any]] = field(default_factory=list)
+    ctx_pending: bool = False
+    """The ``ctx`` vector is still the placeholder: the context window's vector is being (or is to be) written."""
 
     def to_payload(self) -> dict[str, Any]:
         """The payload as written: every field, the optional ones only when set."""
@@ -87,6 +92,7 @@ class StoredMemory:
             superseded_by=payload.get(SUPERSEDED_BY),
             restated=[str(t) for t in payload.get(RESTATED, [])],
             restated_meta=[dict(m) for m in payload.get(RESTATED_META, [])],
+            ctx_pending=payload.get(CTX_PENDING) is True,
         )
 
 
@@ -155,6 +161,10 @@ class MemoryFields:
     @property
     def restated(self) -> list[str]:
         return [str(t) for t in self._payload.get(RESTATED, [])]
+
+    @property
+    def ctx_pending(self) -> bool:
+        return self._payload.get(CTX_PENDING) is True
 
     @property
     def supersedes(self) -> str | None:

@@ -10,7 +10,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -35,11 +35,12 @@ from .chains import (
     repair_after_forget,
     unlink,
 )
+from .context_vectors import CLOSE_WAIT_S, ContextVectors
 from .importing import MemoryImporter
 from .models import MemoryListInput, MemoryRecord, MemorySearchInput, MemoryStoreInput
 from .payload import content_hash
 from .ranking import CTX, MEMORY_VECTORS, RANK_FIELDS, Hit, RetrievalParams, context_text, hybrid_search
-from .record import MemoryFields, StoredMemory, export_record, full_view, link_payload, public_view
+from .record import CTX_PENDING, MemoryFields, StoredMemory, export_record, full_view, link_payload, public_view
 from .restated import (
     add_wording,
     searchable_context,
@@ -61,6 +62,8 @@ MEMORIES = CollectionSpec(
         IndexSpec("content_hash", "keyword"),
         IndexSpec("thread", "keyword"),
         IndexSpec("seq", "integer"),
+        # The memories still waiting for their context vector, found at open without a scan.
+        IndexSpec(CTX_PENDING, "bool"),
     ),
     vectors=MEMORY_VECTORS,
     layout=COMPACT_LAYOUT,
@@ -230,6 +233,24 @@ class MemoryService:
         # The first write of a service checks at once: a session that starts on a store left with many
         # unindexed memories has their build scheduled without waiting INDEX_CHECK_EVERY writes.
         self._writes_since_check = INDEX_CHECK_EVERY - 1
+        # Context vectors written after the answer (memory/context_vectors.py).
+        self._ctx = ContextVectors(coll, embedder)
+
+    def repair_soon(self) -> None:
+        """At open: memories still waiting for their context vector (a process ended before writing it) get it, in
+        the background (one indexed read here when there are none)."""
+        self._ctx.repair_soon()
+
+    def settle(self, timeout: float | None = None) -> int:
+        """Wait until every context vector this service owes is written (up to ``timeout`` seconds); the number
+        still running. Searches never wait for them (a pending memory ranks with its own vector as its context
+        one, as a thread's first memory does); what must measure settled stores (benchmarks) calls this."""
+        return self._ctx.settle(timeout)
+
+    def close(self, timeout: float = CLOSE_WAIT_S) -> int:
+        """Before the store is released: wait (bounded) for the context vectors in flight; the number left, which
+        keep their marker and are written at the next open."""
+        return self._ctx.close(timeout)
 
     def _thread_tail(self) -> tuple[int, str] | None:
         """This thread's last memory, read from the store once (a reopened session continues its thread)."""
@@ -400,58 +421,48 @@ class MemoryService:
     ) -> StoreOutcome:
         tail = self._thread_tail()
         ctx = context_text(content, tail[1] if tail else None)
-        # Two calls, not one batch of two: a batch pads the memory to the length of its context
-        # window (previous memory + this one); embedding dominates a store (p50 107 -> 82 ms under load).
-        # The context window, the longer text, is embedded on another thread, while this
-        # one embeds the memory and runs the comparison (pure Python): a run uses one core
-        # (embeddings.threads) and releases the GIL, so on two cores the store costs about the context
-        # run instead of both runs one after the other (LoCoMo turns: 52 -> 36 ms a pair under load).
-        # Each text has its own run either way, so the vectors are the same.
-        # The early answers (an exact duplicate, a bad declared target) come before the context window's run when
-        # the store answers in this process (well under a millisecond): a run, once started, cannot be stopped, and
-        # a duplicate's ran on beside the next call (speed.py's store probe, duplicates: p95 2.2 -> 14.9 ms). A
-        # process whose reads are round trips (sharing, a server) starts the run first and waits for them behind it.
+        # Two runs, not one batch of two: a batch pads the memory to the length of its context window (previous
+        # memory + this one); each text has its own run, so the vectors are the same.
+        # The store does not wait for the context window's run: the memory is written with its own vector in the
+        # ctx slot (what a thread's first memory holds) and the marker ctx_pending, the tool answers, and the real
+        # vector is written when the run ends (memory/context_vectors.py): the run was ~25 of a store's CPU-ms,
+        # beside ~12-15 for everything else.
+        # The run starts at the write (_follow), not beside the memory's embedding: there it only took a core from
+        # the answer (three processes on two cores, same run: store p95 alone 74 -> 45 ms, three sharing one
+        # identity 110 -> 69, the next search no slower; docs/sharing.md), and an early answer (a duplicate, a bad
+        # declared target, a merge) starts none at all.
         embeds_ctx = ctx != content
-        ctx_future = self._embed_ctx(ctx) if embeds_ctx and not self.coll.local_reads else None
-        duplicate: StoreOutcome | None = None
-        try:
-            # No lock: each is one read, and both are checked again at the write. A declared update checks its
-            # target before embedding the memory.
-            existing = self._find_by_hash(digest) if inp.supersedes is not None or self.coll.local_reads else None
-            if existing is None and inp.supersedes is not None:
-                self._declared(inp.supersedes, inp.kind)
-            if existing is None and embeds_ctx and ctx_future is None:
-                ctx_future = self._embed_ctx(ctx)
-            nearest: list[Nearby] = []
-            if existing is None:
-                dense = self.embedder.embed_documents([content])[0]
-                if inp.supersedes is None:
-                    # The duplicate check goes with the near-match query, after the memory's embedding: a process
-                    # sharing the store waits for one round trip there instead of two (a duplicate stored by
-                    # another process costs its embedding now; one this process stored is in the embedding cache).
-                    existing, nearest = self._nearest_unless_stored(digest, dense, content, inp.kind)
-            if existing is not None:
-                duplicate = StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
-                return duplicate
-            # Judged outside the store lock; what it points at is checked again under the lock.
-            judgement = Judgement() if inp.supersedes is not None else self._judge(content, dense, inp.kind, nearest)
-        finally:
-            if ctx_future is not None and duplicate is not None:
-                # A duplicate is answered at once: its context run, if started, ends on its own (dropped).
-                ctx_future.cancel()
-            elif ctx_future is not None:
-                wait([ctx_future])  # an error here leaves no run behind it
-        ctx_vec = ctx_future.result()[0] if ctx_future is not None else dense
-        vectors = {DENSE: dense, CTX: ctx_vec}
+        if embeds_ctx:
+            self._ctx.room()  # a store beyond the bound waits for the oldest completion before anything else
+        # No lock: each is one read, and both are checked again at the write. A declared update checks its
+        # target before embedding the memory.
+        existing = self._find_by_hash(digest) if inp.supersedes is not None or self.coll.local_reads else None
+        if existing is None and inp.supersedes is not None:
+            self._declared(inp.supersedes, inp.kind)
+        nearest: list[Nearby] = []
+        if existing is None:
+            dense = self.embedder.embed_documents([content])[0]
+            if inp.supersedes is None:
+                # The duplicate check goes with the near-match query, after the memory's embedding: a process
+                # sharing the store waits for one round trip there instead of two (a duplicate stored by
+                # another process costs its embedding now; one this process stored is in the embedding cache).
+                existing, nearest = self._nearest_unless_stored(digest, dense, content, inp.kind)
+        if existing is not None:
+            return StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
+        # Judged outside the store lock; what it points at is checked again under the lock.
+        judgement = Judgement() if inp.supersedes is not None else self._judge(content, dense, inp.kind, nearest)
+        pending = embeds_ctx
+        vectors = {DENSE: dense, CTX: dense}
         if judgement.merge_into is None and judgement.supersede is None and inp.supersedes is None:
             # Nothing to merge into or link: the exact-duplicate check and the write are one call under the
             # collection lock (one request for a process sharing the store: the lock never waits on a round trip).
             memory_id = str(uuid.uuid4())
-            memory = self._new_memory(inp, content, tags, files, digest, tail, None)
+            memory = self._new_memory(inp, content, tags, files, digest, tail, None, ctx_pending=pending)
             existing = self.coll.upsert_unless([(memory_id, vectors, memory.to_payload())], where(content_hash=digest))
             if existing is not None:
                 return StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
             self._stored(memory.seq or 0, content)
+            self._follow(memory_id, ctx, pending)
             return StoreOutcome(
                 memory_id,
                 created=True,
@@ -502,11 +513,12 @@ class MemoryService:
                 if stored:
                     older = newest_of(self.coll, judgement.supersede.id, dict(stored[0].payload or {}))
             memory_id = str(uuid.uuid4())
-            memory = self._new_memory(inp, content, tags, files, digest, tail, older, now)
+            memory = self._new_memory(inp, content, tags, files, digest, tail, older, now, ctx_pending=pending)
             self.coll.upsert([(memory_id, vectors, memory.to_payload())])
             if older is not None:
                 self.coll.set_payload(older.id, link_payload(SUPERSEDED_BY, memory_id))
         self._stored(memory.seq or 0, content)
+        self._follow(memory_id, ctx, pending)
         superseded = None
         if older is not None:
             superseded = _brief(older)
@@ -524,8 +536,16 @@ class MemoryService:
         )
 
     def _embed_ctx(self, ctx: str) -> Future[list[Vector]]:
-        """The context window's embedding, started on the background pool."""
+        """The context window's embedding, started on the background pool (once this service has fewer than
+        ``context_vectors.MAX_PENDING`` in flight: a bulk loop of stores waits for the oldest)."""
+        self._ctx.room()
         return _background().submit(self.embedder.embed_documents, [ctx])
+
+    def _follow(self, memory_id: str, ctx: str, pending: bool) -> None:
+        """A memory written with the ctx placeholder (its own vector) and the marker (``pending``; not a thread's
+        first memory, whose context is itself): its context window's run starts, its vector written when it ends."""
+        if pending:
+            self._ctx.follow(memory_id, ctx, self._embed_ctx(ctx))
 
     def _new_memory(
         self,
@@ -537,6 +557,7 @@ class MemoryService:
         tail: tuple[int, str] | None,
         older: Member | None,
         now: str | None = None,
+        ctx_pending: bool = False,
     ) -> StoredMemory:
         """The memory to write: next in this session's thread, its context window quoting the one before."""
         now = now or iso(self.clock())
@@ -553,6 +574,7 @@ class MemoryService:
             thread=self.thread,
             seq=tail[0] + 1 if tail else 0,
             supersedes=older.id if older is not None else None,
+            ctx_pending=ctx_pending,
         )
 
     def _stored(self, seq: int, content: str) -> None:
@@ -818,6 +840,9 @@ class MemoryService:
                 self.coll.update_vector(str(record.id), CTX, vector)
                 rebuilt = after.updated(ctx_text=searchable_context(after.content, after.restated))
                 self.coll.set_payload(str(record.id), rebuilt.payload_of("ctx_text"))
+                if after.ctx_pending:
+                    # Its pending vector quoted the forgotten text: the one just written stands.
+                    self.coll.delete_payload(str(record.id), [CTX_PENDING])
             if self._tail is not None and self._tail[0] == seq and thread == self.thread:
                 self._tail = (seq, "")
         return deleted

@@ -1,0 +1,171 @@
+"""The context window's vector of a new memory, written after memory_store has answered.
+
+A memory's context vector (``ctx``: the thread's previous memory, then this one) is derived data: its text is in
+the payload (``ctx_text``), so it can always be computed again. Its embedding is the longest step of a store (~25
+CPU-ms, against ~12-15 ms for the memory's own embedding, the near-match query and the judgement run beside it),
+so a store writes the memory with its own dense vector in the ``ctx`` slot (what a thread's first memory holds)
+and the marker ``ctx_pending``, answers, and this part writes the real vector when the run ends: vector first,
+then the marker removed, so a crash in between leaves the marker and doing it again is harmless.
+
+Safety: a completion checks, under the collection's lock, that the point is still there, still marked and still
+has the context window that was embedded; otherwise (forgotten, or its window rebuilt by a forget) it is dropped.
+A service holds at most ``MAX_PENDING`` completions (a store beyond that waits for the oldest); closing it waits
+for them (bounded); a point still marked at the next open (a process killed in between) is repaired then, in the
+background.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+
+from ..embeddings.providers import Embedder, Vector
+from ..store.contract import Collection
+from ..store.query import Filter, IsEmpty, Scroll
+from .ranking import CTX
+from .record import CTX_PENDING, MemoryFields
+from .restated import context_window
+
+logger = logging.getLogger(__name__)
+
+# Completions a service keeps in flight: a bulk loop of stores outruns the context runs (each ~25 CPU-ms), and
+# a store beyond this many waits for the oldest, so the work queued behind the answers stays bounded.
+MAX_PENDING = 4
+# Marked points repaired per scroll at open (each is one embedding, run in the background).
+REPAIR_BATCH = 32
+# The marked memories. Not ``where(ctx_pending=True)``: on Qdrant Edge that match on a Python bool found no marked
+# point (checked); the marker is only ever written true and then removed, never set false, so "present" is enough.
+MARKED = Filter(must_not=(IsEmpty(CTX_PENDING),))
+# How long closing a service waits for its completions (what is left keeps its marker: repaired at next open).
+CLOSE_WAIT_S = 30.0
+
+_WRITER: ThreadPoolExecutor | None = None
+_WRITER_LOCK = threading.Lock()
+
+
+def _writer() -> ThreadPoolExecutor:
+    """The process's one thread writing finished context vectors (started on first use).
+
+    Not the embedding thread that ended the run: it is freed for the next run at once. And never the store's own
+    thread, even when the run ended before the write: the answer does not wait for the completion's writes.
+    """
+    global _WRITER
+    with _WRITER_LOCK:
+        if _WRITER is None:
+            _WRITER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-memory-ctx-write")
+        return _WRITER
+
+
+class ContextVectors:
+    """One service's context vectors still to write: the completions in flight, and the repair at open."""
+
+    def __init__(self, coll: Collection, embedder: Embedder) -> None:
+        self.coll = coll
+        self.embedder = embedder
+        self._pending: deque[Future[None]] = deque()
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+
+    def room(self) -> None:
+        """Wait until fewer than ``MAX_PENDING`` completions are in flight (the oldest first)."""
+        while True:
+            with self._lock:
+                while self._pending and self._pending[0].done():
+                    self._pending.popleft()
+                if len(self._pending) < MAX_PENDING:
+                    return
+                oldest = self._pending[0]
+            wait([oldest])
+
+    def follow(self, memory_id: str, ctx: str, run: Future[list[Vector]]) -> None:
+        """Write ``run``'s vector as ``memory_id``'s context vector when it ends (on the thread that ran it)."""
+        done: Future[None] = Future()
+        with self._lock:
+            self._pending.append(done)
+
+        def finish(ended: Future[list[Vector]]) -> None:
+            try:
+                self.complete(memory_id, ctx, ended.result()[0])
+            except Exception:
+                # The marker stays: the next open computes the vector again.
+                logger.warning("context vector not written", extra={"memory_id": memory_id}, exc_info=True)
+            finally:
+                done.set_result(None)
+
+        run.add_done_callback(lambda ended: _writer().submit(finish, ended))
+
+    def complete(self, memory_id: str, ctx: str, vector: Vector) -> bool:
+        """Write ``vector`` as the context vector of ``memory_id`` if it still waits for the vector of ``ctx``.
+
+        Under the lock, so a forget cannot come between the check and the write: a point forgotten meanwhile is
+        never written again (Qdrant Edge refuses a vector for a missing id anyway, checked in the tests), and one
+        whose window a forget rebuilt keeps the rebuilt one.
+        """
+        with self.coll.lock:
+            records = self.coll.retrieve([memory_id])
+            if not records:
+                return False
+            payload = dict(records[0].payload or {})
+            if not MemoryFields(payload).ctx_pending or context_window(payload) != ctx:
+                return False
+            self.coll.update_vector(memory_id, CTX, vector)
+            self.coll.delete_payload(memory_id, [CTX_PENDING])
+        return True
+
+    def settle(self, timeout: float | None = None) -> int:
+        """Wait (up to ``timeout`` seconds) for the completions in flight; the number still running."""
+        with self._lock:
+            pending = list(self._pending)
+        _, left = wait(pending, timeout)
+        return len(left)
+
+    def close(self, timeout: float = CLOSE_WAIT_S) -> int:
+        """Stop the repair and wait (bounded) for the completions in flight; the number left (still marked)."""
+        self._closing.set()
+        left = self.settle(timeout)
+        if left:
+            logger.warning("closed with context vectors unwritten; the next open writes them", extra={"count": left})
+        return left
+
+    def marked(self) -> bool:
+        """Some memory of the store still waits for its context vector (one indexed read)."""
+        found, _ = self.coll.scroll(Scroll(limit=1, filter=MARKED, with_payload=False))
+        return bool(found)
+
+    def repair_soon(self) -> None:
+        """If memories are still marked (a process ended before their completion), repair them in the background."""
+        if not self.marked():
+            return
+        done: Future[None] = Future()
+        with self._lock:
+            self._pending.append(done)
+
+        def run() -> None:
+            try:
+                repaired = self.repair()
+                logger.info("context vectors repaired", extra={"count": repaired})
+            except Exception:
+                logger.warning("context vector repair stopped; the next open goes on", exc_info=True)
+            finally:
+                done.set_result(None)
+
+        threading.Thread(target=run, name="agent-memory-ctx-repair", daemon=True).start()
+
+    def repair(self) -> int:
+        """Compute the context vector of every marked memory, ``REPAIR_BATCH`` at a time; how many were written."""
+        repaired = 0
+        tried: set[str] = set()
+        while True:
+            records, _ = self.coll.scroll(Scroll(limit=REPAIR_BATCH, filter=MARKED))
+            fresh = [r for r in records if str(r.id) not in tried]
+            if not fresh or self._closing.is_set():
+                return repaired
+            for record in fresh:
+                if self._closing.is_set():
+                    return repaired
+                tried.add(str(record.id))
+                ctx = context_window(dict(record.payload or {}))
+                vector = self.embedder.embed_documents([ctx])[0]
+                repaired += self.complete(str(record.id), ctx, vector)
