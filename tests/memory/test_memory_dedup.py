@@ -47,12 +47,12 @@ async def test_exact_duplicate_returns_the_existing_id(tools: dict[str, Any], va
     assert await _count(call, tools) == 1
 
 
-@pytest.mark.edge_only("a server's reads are round trips: its store starts the context window's run first, on purpose")
 async def test_an_exact_duplicate_starts_no_embedding(
     make_runtime: Callable[..., AgentMemory], runtime_tools: Any, call: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The store answers in this process: the duplicate is found before its context window's run is even
-    # submitted (a run that starts cannot be stopped, and competes with the next call for a core).
+    # A context window's run starts at the write (a run that starts cannot be stopped, and competes with the next
+    # call for a core): a duplicate, answered before any write, starts none, on either backend (a server's reads
+    # are round trips; its store started the run first until session 10).
     rt = make_runtime()
     tools = runtime_tools(rt)
     await _store(call, tools, "Deploys go out on Tuesdays.")  # a thread tail: the next store has a context window

@@ -9,18 +9,24 @@ answering one JSON line on stdout, so the test drives them in a known order.
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedder
 from amplifier_module_tool_agent_memory.memory.models import MemoryListInput, MemoryStoreInput
+from amplifier_module_tool_agent_memory.memory.ranking import CTX
+from amplifier_module_tool_agent_memory.memory.record import CTX_PENDING
+from amplifier_module_tool_agent_memory.memory.restated import context_window
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 from amplifier_module_tool_agent_memory.store import wire
 from amplifier_module_tool_agent_memory.store.owner import TRANSPORT_ENV, read_owner
@@ -28,7 +34,7 @@ from amplifier_module_tool_agent_memory.store.owner import TRANSPORT_ENV, read_o
 pytestmark = pytest.mark.slow
 
 PROCESS = r"""
-import json, sys, time
+import json, sys, threading, time
 from amplifier_module_tool_agent_memory.cache.models import CachePackInput, CacheWriteInput
 from amplifier_module_tool_agent_memory.config import parse_config
 from amplifier_module_tool_agent_memory.errors import AgentMemoryError
@@ -36,6 +42,21 @@ from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
 from amplifier_module_tool_agent_memory.memory.models import MemorySearchInput, MemoryStoreInput
 from amplifier_module_tool_agent_memory.memory.service import MEMORIES
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
+
+class Stalled:
+    # The embedder, but a context window's run (a text that is not the memory being stored) never ends.
+
+    def __init__(self, inner):
+        self.inner, self.content = inner, None
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def embed_documents(self, texts):
+        if self.content is not None and texts != [self.content]:
+            threading.Event().wait()
+        return self.inner.embed_documents(texts)
+
 
 rt = AgentMemory(parse_config({"storage_root": sys.argv[1]}), ResolvedIdentity("alice", "config"),
                  session_id=sys.argv[2])
@@ -50,6 +71,8 @@ for line in sys.stdin:
     op = cmd["op"]
     try:
         if op == "store":
+            if isinstance(svc.embedder, Stalled):
+                svc.embedder.content = cmd["content"]
             out = {"id": svc.store(MemoryStoreInput(content=cmd["content"])).id}
         elif op == "get":
             out = {"found": [str(p.id) for p in svc.coll.retrieve(cmd["ids"])]}
@@ -79,6 +102,11 @@ for line in sys.stdin:
             out = rt.cache().pack(CachePackInput(scope=cmd["scope"], token_budget=2000))
         elif op == "owner":
             out = {"owner": owner()}
+        elif op == "stall_ctx":
+            # This process's context-window runs never end from now on: it dies (SIGKILL) with its stores marked
+            # ctx_pending, as a process killed between its answer and the completion does.
+            svc.embedder = Stalled(svc.embedder)
+            out = {}
         else:
             break
     except AgentMemoryError as exc:
@@ -286,17 +314,25 @@ def test_cache_scopes_stay_with_their_sessions_and_a_shared_scope_stays_whole(pr
         assert "frozen until Thursday" in pack and "release/4.2" in pack and "signs off" in pack
 
 
-def _count_requests(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """The requests this process sends the owner from now on: the calls each carries (a batch carries several)."""
+def _count_requests(
+    monkeypatch: pytest.MonkeyPatch, others: list[list[str]] | None = None
+) -> list[list[str]]:
+    """The requests this thread sends the owner from now on: the calls each carries (a batch carries several);
+    the other threads' (a context vector written after the answer) into ``others``."""
     requests: list[list[str]] = []
     send = wire.send
+    me = threading.get_ident()
 
     def counting(sock: Any, message: Any) -> None:
         if "op" not in message:  # a new connection's hello (another thread's first request), not a call
             send(sock, message)
             return
         calls = message["a"]["calls"] if message.get("op") == "batch" else [message]
-        requests.append([str(c["op"]) for c in calls])
+        ops = [str(c["op"]) for c in calls]
+        if threading.get_ident() == me:
+            requests.append(ops)
+        elif others is not None:
+            others.append(ops)
         send(sock, message)
 
     monkeypatch.setattr(wire, "send", counting)
@@ -304,7 +340,10 @@ def _count_requests(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
 
 
 def test_a_memory_store_through_a_client_sends_two_requests_and_holds_no_lock_across_one(
-    processes: Callable[[str], Proc], make_runtime: Callable[..., AgentMemory], monkeypatch: pytest.MonkeyPatch
+    processes: Callable[[str], Proc],
+    make_runtime: Callable[..., AgentMemory],
+    embedder: CachedEmbedder,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     owner = processes("session-owner")
     assert owner.hello["owner"]
@@ -313,7 +352,8 @@ def test_a_memory_store_through_a_client_sends_two_requests_and_holds_no_lock_ac
     # The first store opens the collection at the owner and reads this session's thread once.
     svc.store(MemoryStoreInput(content=FACTS[0], kind="fact"))
     assert client.store().is_owner is False
-    requests = _count_requests(monkeypatch)
+    others: list[list[str]] = []
+    requests = _count_requests(monkeypatch, others)
 
     stored = svc.store(MemoryStoreInput(content=FACTS[1], kind="fact"))
     assert stored.created
@@ -321,12 +361,15 @@ def test_a_memory_store_through_a_client_sends_two_requests_and_holds_no_lock_ac
     # again and the write as one call the owner runs under its lock: no lock is held across a round trip.
     # (Session 6: 8 requests; session 7: [scroll] [query] [lock+scroll] [upsert] [unlock]; session 8: [scroll]
     # [query] [upsert_unless].)
-    assert requests[:2] == [["query_unless"], ["upsert_unless"]]
+    assert requests == [["query_unless"], ["upsert_unless"]]
     # Then, after the answer, on the thread writing context vectors (its own connection: the collection is opened
     # there with its first request): the point checked under the lock (sent with the check), its vector, its marker
     # removed, the lock released. Session 10: the answer no longer waits for the context window's vector.
     assert svc.settle(60) == 0
-    assert requests[2:] == [["open", "lock", "retrieve"], ["update_vector"], ["delete_payload"], ["unlock"]]
+    assert others == [["open", "lock", "retrieve"], ["update_vector"], ["delete_payload"], ["unlock"]]
+    assert requests == [["query_unless"], ["upsert_unless"]]
+    # Written at the owner: the client reads the context window's vector back through it, the marker gone.
+    assert _context_vector_written(svc.coll, stored.id, embedder)
 
     requests.clear()
     again = svc.store(MemoryStoreInput(content=FACTS[1], kind="fact"))
@@ -425,3 +468,61 @@ def test_a_process_that_takes_the_store_over_or_sees_another_leave_runs_its_take
     again.proc.wait(timeout=30)
     assert sentinel.wait(timeout=60), "a SIGKILLed client ran the owner's hooks"
     assert len(ran) == runs
+
+
+def _cosine(a: Any, b: Any) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    return float(dot / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b)))
+
+
+def _context_vector_written(coll: Any, memory_id: str, embedder: CachedEmbedder) -> bool:
+    """The memory's ctx vector is its context window's embedding and its marker is gone (else it still waits)."""
+    [record] = coll.retrieve([memory_id], with_vector=True)
+    payload = dict(record.payload or {})
+    if payload.get(CTX_PENDING):
+        return False
+    [window] = embedder.embed_documents([context_window(payload)])
+    assert _cosine(record.vector[CTX], window) > 0.99999
+    assert _cosine(record.vector[CTX], record.vector["dense"]) < 0.999  # told apart from the placeholder
+    return True
+
+
+def _wait_written(coll: Any, memory_id: str, embedder: CachedEmbedder, bound_s: float = 120.0) -> bool:
+    """Polls until the context vector is written (another thread or process writes it); False past ``bound_s``."""
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        if _context_vector_written(coll, memory_id, embedder):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("dies", ["owner", "client"])
+def test_a_context_vector_a_killed_process_never_wrote_is_written_by_the_owner_after_it(
+    processes: Callable[[str], Proc],
+    make_runtime: Callable[..., AgentMemory],
+    embedder: CachedEmbedder,
+    dies: str,
+) -> None:
+    """A process SIGKILLed between a store's answer and its context vector leaves the marker: the process that
+    owns the store next (a client that takes over a dead owner; the owner, when a client dies) writes the vector."""
+    if dies == "owner":
+        doomed = processes("session-doomed")
+        survivor = make_runtime(session_id="session-survivor")
+    else:
+        survivor = make_runtime(session_id="session-survivor")
+        survivor.memory().coll.count()  # owns the store first
+        doomed = processes("session-doomed")
+    svc = survivor.memory()
+    assert doomed.hello["owner"] is (dies == "owner") and survivor.store().is_owner is (dies != "owner")
+    doomed.ask("store", content=FACTS[0])
+    doomed.ask("stall_ctx")
+    memory_id = doomed.ask("store", content=FACTS[1])["id"]
+    [record] = svc.coll.retrieve([memory_id])
+    assert (record.payload or {}).get(CTX_PENDING) is True, "acknowledged, its context vector not written yet"
+
+    doomed.proc.send_signal(signal.SIGKILL)
+    doomed.proc.wait(timeout=30)
+    assert svc.coll.count() == 2  # a call: the survivor takes the store over if it was a client
+    assert survivor.store().is_owner
+    assert _wait_written(svc.coll, memory_id, embedder), "the marker was left for the next owner to repair"

@@ -72,6 +72,8 @@ class AgentMemory:
         self._services: dict[str, Any] = {}
         self._lock = threading.RLock()
         self._closed = False
+        # What unregisters this runtime's takeover hooks (a shared store outlives it: one per process).
+        self._hooks: list[Callable[[], None]] = []
         self._activity: Path | None = None
         self._warming: threading.Thread | None = None
         # Work a session hook starts once the session is ready (every module mounted, the identity resolved), in
@@ -239,6 +241,11 @@ class AgentMemory:
                 judge=self.judge(),
             )
             svc.repair_soon()
+            # Sharing the identity: what another process left waiting for its context vector (it died before
+            # writing it) is repaired here when this process takes the store over, or, as owner, when it leaves.
+            on_takeover = getattr(self.store(), "on_takeover", None)
+            if on_takeover is not None:
+                self._hooks.append(on_takeover(svc.repair_soon))
             return svc
 
         svc: MemoryService = self.service("memory", build)
@@ -323,6 +330,9 @@ class AgentMemory:
             warming.join()
         with self._lock:
             self._closed = True
+            for remove in self._hooks:
+                remove()
+            self._hooks.clear()
             memory = self._services.get("memory")
             if memory is not None:
                 # Its context vectors still in flight are written before the store goes (bounded: what is left keeps

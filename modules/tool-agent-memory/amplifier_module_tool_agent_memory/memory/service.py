@@ -113,13 +113,6 @@ def _background() -> ThreadPoolExecutor:
         return _BACKGROUND
 
 
-def _drop(run: Future[list[Vector]] | None) -> None:
-    """A context window's run whose vector nothing will take: cancelled if it has not started (else it ends and
-    is dropped)."""
-    if run is not None:
-        run.cancel()
-
-
 def _brief(member: Member) -> dict[str, Any]:
     return {
         "id": member.id,
@@ -428,62 +421,48 @@ class MemoryService:
     ) -> StoreOutcome:
         tail = self._thread_tail()
         ctx = context_text(content, tail[1] if tail else None)
-        # Two calls, not one batch of two: a batch pads the memory to the length of its context
-        # window (previous memory + this one); embedding dominates a store (p50 107 -> 82 ms under load).
-        # The context window, the longer text, is embedded on another thread, while this
-        # one embeds the memory and runs the comparison (pure Python): a run uses one core
-        # (embeddings.threads) and releases the GIL, so on two cores the store costs about the context
-        # run instead of both runs one after the other (LoCoMo turns: 52 -> 36 ms a pair under load).
-        # Each text has its own run either way, so the vectors are the same.
+        # Two runs, not one batch of two: a batch pads the memory to the length of its context window (previous
+        # memory + this one); each text has its own run, so the vectors are the same.
         # The store does not wait for the context window's run: the memory is written with its own vector in the
         # ctx slot (what a thread's first memory holds) and the marker ctx_pending, the tool answers, and the real
         # vector is written when the run ends (memory/context_vectors.py): the run was ~25 of a store's CPU-ms,
         # beside ~12-15 for everything else.
-        # The early answers (an exact duplicate, a bad declared target) come before the context window's run when
-        # the store answers in this process (well under a millisecond): a run, once started, cannot be stopped, and
-        # a duplicate's ran on beside the next call (speed.py's store probe, duplicates: p95 2.2 -> 14.9 ms). A
-        # process whose reads are round trips (sharing, a server) starts the run first and waits for them behind it.
+        # The run starts at the write (_follow), not beside the memory's embedding: there it only took a core from
+        # the answer (three processes on two cores, same run: store p95 alone 74 -> 45 ms, three sharing one
+        # identity 110 -> 69, the next search no slower; docs/sharing.md), and an early answer (a duplicate, a bad
+        # declared target, a merge) starts none at all.
         embeds_ctx = ctx != content
-        ctx_future = self._embed_ctx(ctx) if embeds_ctx and not self.coll.local_reads else None
-        judgement: Judgement | None = None
-        try:
-            # No lock: each is one read, and both are checked again at the write. A declared update checks its
-            # target before embedding the memory.
-            existing = self._find_by_hash(digest) if inp.supersedes is not None or self.coll.local_reads else None
-            if existing is None and inp.supersedes is not None:
-                self._declared(inp.supersedes, inp.kind)
-            if existing is None and embeds_ctx and ctx_future is None:
-                ctx_future = self._embed_ctx(ctx)
-            nearest: list[Nearby] = []
-            if existing is None:
-                dense = self.embedder.embed_documents([content])[0]
-                if inp.supersedes is None:
-                    # The duplicate check goes with the near-match query, after the memory's embedding: a process
-                    # sharing the store waits for one round trip there instead of two (a duplicate stored by
-                    # another process costs its embedding now; one this process stored is in the embedding cache).
-                    existing, nearest = self._nearest_unless_stored(digest, dense, content, inp.kind)
-            if existing is not None:
-                return StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
-            # Judged outside the store lock; what it points at is checked again under the lock.
-            judgement = Judgement() if inp.supersedes is not None else self._judge(content, dense, inp.kind, nearest)
-        finally:
-            if judgement is None:
-                # Answered early (a duplicate) or failed: the context run, if started, ends on its own (dropped).
-                _drop(ctx_future)
-        pending = ctx_future is not None
+        if embeds_ctx:
+            self._ctx.room()  # a store beyond the bound waits for the oldest completion before anything else
+        # No lock: each is one read, and both are checked again at the write. A declared update checks its
+        # target before embedding the memory.
+        existing = self._find_by_hash(digest) if inp.supersedes is not None or self.coll.local_reads else None
+        if existing is None and inp.supersedes is not None:
+            self._declared(inp.supersedes, inp.kind)
+        nearest: list[Nearby] = []
+        if existing is None:
+            dense = self.embedder.embed_documents([content])[0]
+            if inp.supersedes is None:
+                # The duplicate check goes with the near-match query, after the memory's embedding: a process
+                # sharing the store waits for one round trip there instead of two (a duplicate stored by
+                # another process costs its embedding now; one this process stored is in the embedding cache).
+                existing, nearest = self._nearest_unless_stored(digest, dense, content, inp.kind)
+        if existing is not None:
+            return StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
+        # Judged outside the store lock; what it points at is checked again under the lock.
+        judgement = Judgement() if inp.supersedes is not None else self._judge(content, dense, inp.kind, nearest)
+        pending = embeds_ctx
         vectors = {DENSE: dense, CTX: dense}
         if judgement.merge_into is None and judgement.supersede is None and inp.supersedes is None:
             # Nothing to merge into or link: the exact-duplicate check and the write are one call under the
             # collection lock (one request for a process sharing the store: the lock never waits on a round trip).
             memory_id = str(uuid.uuid4())
             memory = self._new_memory(inp, content, tags, files, digest, tail, None, ctx_pending=pending)
-            # A run that is never followed (this write failed, or found a duplicate) writes nothing when it ends.
             existing = self.coll.upsert_unless([(memory_id, vectors, memory.to_payload())], where(content_hash=digest))
             if existing is not None:
-                _drop(ctx_future)
                 return StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
             self._stored(memory.seq or 0, content)
-            self._follow(memory_id, ctx, ctx_future)
+            self._follow(memory_id, ctx, pending)
             return StoreOutcome(
                 memory_id,
                 created=True,
@@ -494,7 +473,6 @@ class MemoryService:
             # Checked again under the lock: another session may have stored it meanwhile.
             existing = self._find_by_hash(digest)
             if existing is not None:
-                _drop(ctx_future)
                 return StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
             now = iso(self.clock())
             target = judgement.merge_into
@@ -512,7 +490,6 @@ class MemoryService:
                     updated_at=now, importance=max(target_memory.importance, inp.importance), **kept
                 )
                 self.coll.set_payload(target.id, merged.payload_of("updated_at", "importance", *kept))
-                _drop(ctx_future)  # merged: nothing new waits for a context vector
                 similarity = judgement.comparison.similarity if judgement.comparison else None
                 return StoreOutcome(
                     target.id,
@@ -541,7 +518,7 @@ class MemoryService:
             if older is not None:
                 self.coll.set_payload(older.id, link_payload(SUPERSEDED_BY, memory_id))
         self._stored(memory.seq or 0, content)
-        self._follow(memory_id, ctx, ctx_future)
+        self._follow(memory_id, ctx, pending)
         superseded = None
         if older is not None:
             superseded = _brief(older)
@@ -564,10 +541,11 @@ class MemoryService:
         self._ctx.room()
         return _background().submit(self.embedder.embed_documents, [ctx])
 
-    def _follow(self, memory_id: str, ctx: str, run: Future[list[Vector]] | None) -> None:
-        """The memory is written with the ctx placeholder: its context vector is written when ``run`` ends."""
-        if run is not None:
-            self._ctx.follow(memory_id, ctx, run)
+    def _follow(self, memory_id: str, ctx: str, pending: bool) -> None:
+        """A memory written with the ctx placeholder (its own vector) and the marker (``pending``; not a thread's
+        first memory, whose context is itself): its context window's run starts, its vector written when it ends."""
+        if pending:
+            self._ctx.follow(memory_id, ctx, self._embed_ctx(ctx))
 
     def _new_memory(
         self,
