@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -363,10 +364,11 @@ def test_a_memory_store_through_a_client_sends_two_requests_and_holds_no_lock_ac
     # [query] [upsert_unless].)
     assert requests == [["query_unless"], ["upsert_unless"]]
     # Then, after the answer, on the thread writing context vectors (its own connection: the collection is opened
-    # there with its first request): the point checked under the lock (sent with the check), its vector, its marker
-    # removed, the lock released. Session 10: the answer no longer waits for the context window's vector.
+    # there with its first request): the point checked under the lock (sent with the check), then its vector, its
+    # marker removed and the lock released in one request: the owner's lock is held across one round trip, not
+    # three. Session 10: the answer no longer waits for the context window's vector.
     assert svc.settle(60) == 0
-    assert others == [["open", "lock", "retrieve"], ["update_vector"], ["delete_payload"], ["unlock"]]
+    assert others == [["open", "lock", "retrieve"], ["update_vector", "delete_payload", "unlock"]]
     assert requests == [["query_unless"], ["upsert_unless"]]
     # Written at the owner: the client reads the context window's vector back through it, the marker gone.
     assert _context_vector_written(svc.coll, stored.id, embedder)
@@ -526,3 +528,31 @@ def test_a_context_vector_a_killed_process_never_wrote_is_written_by_the_owner_a
     assert svc.coll.count() == 2  # a call: the survivor takes the store over if it was a client
     assert survivor.store().is_owner
     assert _wait_written(svc.coll, memory_id, embedder), "the marker was left for the next owner to repair"
+
+
+def test_writes_under_a_client_lock_go_with_its_next_request_and_a_failed_one_fails_the_step(
+    processes: Callable[[str], Proc], make_runtime: Callable[..., AgentMemory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    owner = processes("session-owner")
+    client = make_runtime(session_id="session-client")
+    coll = client.memory().coll
+    stored = owner.ask("store", content=FACTS[0])["id"]
+    assert coll.count() == 1 and client.store().is_owner is False
+    requests = _count_requests(monkeypatch)
+
+    with coll.lock:
+        coll.set_payload(stored, {"reviewed": True})  # answers nothing: kept for the next request
+        [point] = coll.retrieve([stored])  # which carries it first: this thread reads its own write
+        assert (point.payload or {}).get("reviewed") is True
+        coll.delete_payload(stored, ["reviewed"])
+    assert requests == [["lock", "set_payload", "retrieve"], ["delete_payload", "unlock"]]
+    [point] = coll.retrieve([stored])
+    assert "reviewed" not in (point.payload or {})
+
+    # A write the owner refuses (a vector for a point that is not there) fails where the step ends, and the lock is
+    # released all the same: the owner's own store goes through.
+    missing = str(uuid.uuid4())
+    with pytest.raises(RuntimeError, match=f"No point with id {missing}"), coll.lock:
+        coll.update_vector(missing, CTX, [0.0] * 384)
+    assert owner.ask("store", content=FACTS[1])["id"]
+    assert coll.count() == 2

@@ -87,6 +87,10 @@ class _Conn:
     unread: int = 0
 
 
+# Writes that answer nothing: made under a collection lock this thread holds at the owner, they go with its next
+# request (SharedStore._defer).
+DEFERRED_WRITES = frozenset({"update_vector", "delete_payload", "set_payload"})
+
 # A call waiting to go with the thread's next request: (its collection, the request).
 _Op = tuple["SharedCollection | None", dict[str, Any]]
 
@@ -433,24 +437,63 @@ class SharedStore:
 
         A lost owner is replaced (:meth:`_join`) and the call made again: every call is idempotent.
         """
+        if op in DEFERRED_WRITES and coll is not None and self._defer(coll, op, args, local):
+            return None
+        deferred = self._deferred()
         while True:
             generation = self._generation
             try:
                 self._restore_locks()
                 owned = self._local
                 if owned is not None:
+                    for earlier, _, run_local in deferred:  # this process took the store over meanwhile
+                        run_local(owned.collection(earlier.spec))
+                    deferred.clear()
                     return local(owned.collection(coll.spec) if coll is not None else owned)
                 conn = self._connection()
                 pending = self._pending()
                 message = {"op": op, "c": coll.name if coll is not None else None, "a": args()}
                 try:
-                    return self._request(conn, [*pending, (coll, message)])
+                    answer = self._request(conn, [*pending, *[(c, m) for c, m, _ in deferred], (coll, message)])
+                except wire.ConnectionLost:
+                    raise  # the deferred writes go again to the next owner (each is idempotent)
+                except BaseException:
+                    deferred.clear()  # answered (the first error is raised): none is sent again
+                    raise
+                else:
+                    deferred.clear()
+                    return answer
                 finally:
                     # Sent (or the owner is gone, and with it the locks: they are queued again for the next).
                     pending.clear()
             except wire.ConnectionLost:
                 logger.warning("the store's owner is gone: joining again", extra={"path": str(self._path)})
                 self._join(generation)
+
+    def _deferred(self) -> list[tuple[SharedCollection, dict[str, Any], Callable[[Any], Any]]]:
+        """This thread's writes made under a collection lock it holds at the owner, not sent yet (see _defer)."""
+        deferred: list[tuple[SharedCollection, dict[str, Any], Callable[[Any], Any]]] | None = getattr(
+            self._tls, "deferred", None
+        )
+        if deferred is None:
+            deferred = []
+            self._tls.deferred = deferred
+        return deferred
+
+    def _defer(
+        self, coll: SharedCollection, op: str, args: Callable[[], dict[str, Any]], local: Callable[[Any], Any]
+    ) -> bool:
+        """Keep a write that answers nothing, made under ``coll``'s lock held at the owner, for this thread's next
+        request (its next call, or the unlock, which then is waited for): a read-modify-write step such as a
+        context vector's completion ([lock+retrieve], then its writes and the unlock) holds the owner's lock across
+        one round trip instead of one per write. Only in the role the lock was taken in."""
+        state = self._held().get(coll.name)
+        if state is None or state.depth == 0 or state.local is not None or state.generation != self._generation:
+            return False
+        if self._local is not None:
+            return False
+        self._deferred().append((coll, {"op": op, "c": coll.name, "a": args()}, local))
+        return True
 
     # Collection locks
 
@@ -494,6 +537,12 @@ class SharedStore:
         if state is None or state.depth == 0:
             return
         state.depth -= 1
+        if state.depth == 0 and self._deferred():
+            # Writes made under the lock went with nothing yet: they go now with the unlock (a no-op at an owner
+            # that does not hold it for this process: one that took over), and are waited for, so the step's
+            # writes are in the store when it ends, and a failed one fails here.
+            self._call(coll, "unlock", dict, lambda c: None)
+            return
         if state.generation != self._generation:
             return  # taken in a role that has ended: the old owner released it when its connection died
         if state.local is not None:
