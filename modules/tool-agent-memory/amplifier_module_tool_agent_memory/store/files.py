@@ -82,10 +82,20 @@ def _link_message(path: Path) -> str:
     )
 
 
+# Windows' ``os`` has neither O_NOFOLLOW nor O_DIRECTORY, and opens files in text mode unless told O_BINARY:
+# every open of a store file goes through these, so the store opens there too (links refused by lstat instead).
+NO_FOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
+BINARY: int = getattr(os, "O_BINARY", 0)
+DIRECTORY: int | None = getattr(os, "O_DIRECTORY", None)
+
+
 def open_no_follow(path: Path, flags: int, mode: int = 0o600) -> int:
-    """``os.open`` that refuses a symbolic link with a clear error."""
+    """``os.open`` that refuses a symbolic link with a clear error (in binary mode where that differs)."""
+    if not NO_FOLLOW and os.path.islink(path):
+        # No O_NOFOLLOW (Windows): checked just before opening instead of by the open itself.
+        raise ConfigError(_link_message(path))
     try:
-        return os.open(path, flags | os.O_NOFOLLOW, mode)
+        return os.open(path, flags | NO_FOLLOW | BINARY, mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise ConfigError(_link_message(path)) from exc
@@ -200,10 +210,10 @@ def sparse_copy_tree(src: Path, dst: Path, skip: frozenset[str] = frozenset()) -
 
 def _sparse_copy(src: Path, dst: Path) -> int:
     copied = 0
-    fin = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
+    fin = os.open(src, os.O_RDONLY | NO_FOLLOW | BINARY)
     try:
         size = os.fstat(fin).st_size
-        fout = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fout = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | BINARY, 0o600)
         try:
             pos = 0
             while pos < size:

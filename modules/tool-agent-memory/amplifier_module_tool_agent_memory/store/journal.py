@@ -47,6 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from .files import BINARY, DIRECTORY, NO_FOLLOW
+
 if TYPE_CHECKING:
     from .live_index import LiveIndex
 
@@ -188,8 +190,10 @@ def _frames(data: bytes) -> Iterator[tuple[int, memoryview | None, int]]:
 
 
 def _fsync_dir(folder: Path) -> None:
+    if DIRECTORY is None:
+        return  # Windows cannot open a folder to fsync it; its renames are not made durable this way
     try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        fd = os.open(folder, os.O_RDONLY | DIRECTORY)
     except OSError:
         return
     try:
@@ -360,7 +364,7 @@ class Journal:
         )
         tmp = self.folder / (INDEX + ".tmp")
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | NO_FOLLOW | BINARY, 0o600)
             try:
                 os.write(fd, _HEAD.pack(_INDEX_MAGIC, len(body), zlib.crc32(body)) + body)
             finally:
@@ -534,7 +538,7 @@ class Journal:
         if not self._segments:
             self._segments.append(1)
         path = self._path(self._segments[-1])
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | NO_FOLLOW | BINARY, 0o600)
         self._size = os.fstat(self._fd).st_size
 
     def _truncate_active(self, size: int) -> None:
@@ -568,7 +572,7 @@ class Journal:
             return
         self.sync()
         tmp = self.folder / (CHECKPOINT + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | NO_FOLLOW | BINARY, 0o600)
         try:
             os.write(fd, json.dumps({"engine_seq": seq}).encode())
             os.fsync(fd)
@@ -695,7 +699,7 @@ class Journal:
         if active:
             self._close_fd()
         tmp = path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | NO_FOLLOW | BINARY, 0o600)
         try:
             os.write(fd, out)
             os.fsync(fd)
