@@ -244,3 +244,22 @@ def test_a_process_killed_after_the_answer_loses_nothing_and_the_next_open_repai
     assert _cosine(vectors["ctx"], of_window) > 0.99999
     assert not svc._ctx.marked()
 
+
+
+@pytest.mark.edge_only("the export reads the stored vectors the same way on every backend; one engine is enough here")
+def test_an_export_with_vectors_carries_the_real_context_vector_of_a_memory_still_marked(
+    make_runtime: Callable[..., AgentMemory], embedder: CachedEmbedder, held: threading.Event
+) -> None:
+    rt = make_runtime()
+    svc = rt.memory()
+    svc.store(MemoryStoreInput(content=FIRST))
+    memory_id = svc.store(MemoryStoreInput(content=SECOND)).id
+    [of_memory, of_window] = embedder.embed_documents([SECOND, f"{FIRST}\n{SECOND}"])
+    point = _point(rt, memory_id)
+    assert point is not None and point[0][CTX_PENDING] is True  # still the placeholder in the store
+    exported = {record.id: vectors for record, vectors in svc.export_points(with_vectors=True)}
+    assert exported[memory_id] is not None
+    assert _cosine(exported[memory_id]["ctx"], of_window) > 0.99999
+    assert _cosine(exported[memory_id]["ctx"], of_memory) < 0.999
+    held.set()
+    assert svc.settle(SETTLE_S) == 0

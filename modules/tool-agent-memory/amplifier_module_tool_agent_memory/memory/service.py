@@ -43,6 +43,7 @@ from .ranking import CTX, MEMORY_VECTORS, RANK_FIELDS, Hit, RetrievalParams, con
 from .record import CTX_PENDING, MemoryFields, StoredMemory, export_record, full_view, link_payload, public_view
 from .restated import (
     add_wording,
+    context_window,
     searchable_context,
     take_wording,
 )
@@ -889,13 +890,21 @@ class MemoryService:
     def export_points(
         self, batch: int = 256, with_vectors: bool = False
     ) -> Iterator[tuple[MemoryRecord, dict[str, Vector] | None]]:
-        """Every memory and, with ``with_vectors``, its stored vectors by name (else None)."""
+        """Every memory and, with ``with_vectors``, its stored vectors by name (else None).
+
+        A memory whose context vector is still the placeholder (``ctx_pending``) exports the real one, computed
+        here: the line carries no marker, so an import would otherwise keep the placeholder for good.
+        """
         offset: Any = None
         while True:
             records, offset = self.coll.scroll(Scroll(offset=offset, limit=batch, with_vector=with_vectors))
             for r in records:
-                record = export_record(str(r.id), dict(r.payload or {}))
-                yield record, (dict(r.vector) if with_vectors and r.vector else None)
+                payload = dict(r.payload or {})
+                record = export_record(str(r.id), payload)
+                vectors = dict(r.vector) if with_vectors and r.vector else None
+                if vectors is not None and MemoryFields(payload).ctx_pending:
+                    vectors[CTX] = self.embedder.embed_documents([context_window(payload)])[0]
+                yield record, vectors
             if offset is None:
                 return
 
