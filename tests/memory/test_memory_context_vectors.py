@@ -24,7 +24,7 @@ from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedd
 from amplifier_module_tool_agent_memory.memory.context_vectors import MAX_PENDING, ContextVectors
 from amplifier_module_tool_agent_memory.memory.models import MemorySearchInput, MemoryStoreInput
 from amplifier_module_tool_agent_memory.memory.record import CTX_PENDING
-from amplifier_module_tool_agent_memory.memory.service import MEMORIES
+from amplifier_module_tool_agent_memory.memory.service import MEMORIES, MemoryService
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
 FIRST = "Our staging cluster runs on three nodes in Frankfurt."
@@ -59,14 +59,28 @@ def _point(rt: AgentMemory, memory_id: str) -> tuple[dict[str, Any], dict[str, l
     return dict(records[0].payload or {}), {k: list(v) for k, v in dict(records[0].vector or {}).items()}
 
 
+def _two_stored(rt: AgentMemory) -> tuple[MemoryService, str]:
+    """FIRST, then SECOND in the same thread: SECOND's context window quotes FIRST, so its vector is pending."""
+    svc = rt.memory()
+    svc.store(MemoryStoreInput(content=FIRST))
+    return svc, svc.store(MemoryStoreInput(content=SECOND)).id
+
+
+def _assert_real_vector(rt: AgentMemory, memory_id: str, of_window: list[float]) -> None:
+    """The memory is there, unmarked, with its context window's vector."""
+    point = _point(rt, memory_id)
+    assert point is not None
+    payload, vectors = point
+    assert CTX_PENDING not in payload
+    assert _cosine(vectors["ctx"], of_window) > 0.99999
+
+
 @pytest.mark.edge_only("the completion's order is the same on every backend; one engine is enough here")
 def test_the_answer_comes_first_with_a_placeholder_and_the_vector_replaces_it(
     make_runtime: Callable[..., AgentMemory], embedder: CachedEmbedder, held: threading.Event
 ) -> None:
     rt = make_runtime()
-    svc = rt.memory()
-    svc.store(MemoryStoreInput(content=FIRST))
-    memory_id = svc.store(MemoryStoreInput(content=SECOND)).id
+    svc, memory_id = _two_stored(rt)
     [of_memory, of_window] = embedder.embed_documents([SECOND, f"{FIRST}\n{SECOND}"])
     point = _point(rt, memory_id)
     assert point is not None
@@ -77,11 +91,7 @@ def test_the_answer_comes_first_with_a_placeholder_and_the_vector_replaces_it(
     assert memory_id in [hit["id"] for hit in svc.search(MemorySearchInput(query="grey kitten Pepper"))]
     held.set()
     assert svc.settle(SETTLE_S) == 0
-    point = _point(rt, memory_id)
-    assert point is not None
-    payload, vectors = point
-    assert CTX_PENDING not in payload
-    assert _cosine(vectors["ctx"], of_window) > 0.99999
+    _assert_real_vector(rt, memory_id, of_window)
     assert "ctx_pending" not in svc.get(memory_id)  # an internal field: no tool shows it
 
 
@@ -100,9 +110,7 @@ def test_a_completion_for_a_forgotten_memory_is_dropped(
     make_runtime: Callable[..., AgentMemory], held: threading.Event
 ) -> None:
     rt = make_runtime()
-    svc = rt.memory()
-    svc.store(MemoryStoreInput(content=FIRST))
-    memory_id = svc.store(MemoryStoreInput(content=SECOND)).id
+    svc, memory_id = _two_stored(rt)
     svc.forget(memory_id)
     held.set()
     assert svc.settle(SETTLE_S) == 0
@@ -159,9 +167,7 @@ def test_closing_waits_for_the_completions_in_flight(
     make_runtime: Callable[..., AgentMemory], embedder: CachedEmbedder, held: threading.Event
 ) -> None:
     rt = make_runtime()
-    svc = rt.memory()
-    svc.store(MemoryStoreInput(content=FIRST))
-    memory_id = svc.store(MemoryStoreInput(content=SECOND)).id
+    _, memory_id = _two_stored(rt)
     closing = threading.Thread(target=rt.close)
     closing.start()
     closing.join(timeout=3)
@@ -169,12 +175,7 @@ def test_closing_waits_for_the_completions_in_flight(
     held.set()
     closing.join(SETTLE_S)
     assert not closing.is_alive()
-    again = make_runtime()
-    point = _point(again, memory_id)
-    assert point is not None
-    payload, vectors = point
-    assert CTX_PENDING not in payload
-    assert _cosine(vectors["ctx"], embedder.embed_documents([f"{FIRST}\n{SECOND}"])[0]) > 0.99999
+    _assert_real_vector(make_runtime(), memory_id, embedder.embed_documents([f"{FIRST}\n{SECOND}"])[0])
 
 
 @pytest.mark.edge_only("the bound is the service's, the same on every backend")
@@ -182,9 +183,7 @@ def test_a_close_that_times_out_leaves_the_marker(
     make_runtime: Callable[..., AgentMemory], held: threading.Event
 ) -> None:
     rt = make_runtime()
-    svc = rt.memory()
-    svc.store(MemoryStoreInput(content=FIRST))
-    memory_id = svc.store(MemoryStoreInput(content=SECOND)).id
+    svc, memory_id = _two_stored(rt)
     assert svc.close(timeout=0.2) == 1
     point = _point(rt, memory_id)
     assert point is not None and point[0][CTX_PENDING] is True
@@ -237,11 +236,7 @@ def test_a_process_killed_after_the_answer_loses_nothing_and_the_next_open_repai
     assert _cosine(vectors["ctx"], of_memory) > 0.99999
     svc = rt.memory()  # opening the service repairs what is still marked, in the background
     assert svc.settle(SETTLE_S) == 0
-    point = _point(rt, memory_id)
-    assert point is not None
-    payload, vectors = point
-    assert CTX_PENDING not in payload
-    assert _cosine(vectors["ctx"], of_window) > 0.99999
+    _assert_real_vector(rt, memory_id, of_window)
     assert not svc._ctx.marked()
 
 
@@ -251,9 +246,7 @@ def test_an_export_with_vectors_carries_the_real_context_vector_of_a_memory_stil
     make_runtime: Callable[..., AgentMemory], embedder: CachedEmbedder, held: threading.Event
 ) -> None:
     rt = make_runtime()
-    svc = rt.memory()
-    svc.store(MemoryStoreInput(content=FIRST))
-    memory_id = svc.store(MemoryStoreInput(content=SECOND)).id
+    svc, memory_id = _two_stored(rt)
     [of_memory, of_window] = embedder.embed_documents([SECOND, f"{FIRST}\n{SECOND}"])
     point = _point(rt, memory_id)
     assert point is not None and point[0][CTX_PENDING] is True  # still the placeholder in the store
