@@ -87,7 +87,8 @@ def test_the_answer_comes_first_with_a_placeholder_and_the_vector_replaces_it(
     payload, vectors = point
     assert payload[CTX_PENDING] is True
     assert _cosine(vectors["ctx"], of_memory) > 0.99999  # the placeholder: what a thread's first memory holds
-    # Search does not wait: the memory is found with its placeholder (BM25 reads ctx_text, already written).
+    # A completion held past the read's bound (READ_WAIT_S): the search answers, and finds the memory with its
+    # placeholder (BM25 reads ctx_text, already written).
     assert memory_id in [hit["id"] for hit in svc.search(MemorySearchInput(query="grey kitten Pepper"))]
     held.set()
     assert svc.settle(SETTLE_S) == 0
@@ -256,3 +257,22 @@ def test_an_export_with_vectors_carries_the_real_context_vector_of_a_memory_stil
     assert _cosine(exported[memory_id]["ctx"], of_memory) < 0.999
     held.set()
     assert svc.settle(SETTLE_S) == 0
+
+
+@pytest.mark.edge_only("the wait is the service's, the same on every backend")
+def test_a_search_in_the_storing_process_waits_for_its_own_completion_and_answers_as_settled(
+    make_runtime: Callable[..., AgentMemory], held: threading.Event
+) -> None:
+    rt = make_runtime()
+    svc, memory_id = _two_stored(rt)
+    answers: list[list[dict[str, Any]]] = []
+    searching = threading.Thread(target=lambda: answers.append(svc.search(MemorySearchInput(query="grey kitten"))))
+    searching.start()
+    searching.join(timeout=1)
+    assert searching.is_alive()  # waiting for the held completion, not ranking the placeholder
+    held.set()
+    searching.join(SETTLE_S)
+    assert not searching.is_alive()
+    assert svc.settle(SETTLE_S) == 0
+    assert answers == [svc.search(MemorySearchInput(query="grey kitten"))]
+    assert memory_id in [hit["id"] for hit in answers[0]]

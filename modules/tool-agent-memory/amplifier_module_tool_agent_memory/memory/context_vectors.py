@@ -40,6 +40,9 @@ REPAIR_BATCH = 32
 MARKED = Filter(must_not=(IsEmpty(CTX_PENDING),))
 # How long closing a service waits for its completions (what is left keeps its marker: repaired at next open).
 CLOSE_WAIT_S = 30.0
+# How long a ranked read (memory_search, recall) waits for the completions of this service's own stores: bounded,
+# so a slow machine answers with the placeholder rather than not at all.
+READ_WAIT_S = 2.0
 
 _WRITER: ThreadPoolExecutor | None = None
 _WRITER_LOCK = threading.Lock()
@@ -65,6 +68,8 @@ class ContextVectors:
         self.coll = coll
         self.embedder = embedder
         self._pending: deque[Future[None]] = deque()
+        # The completions of this service's own stores (not the repair at open): what a ranked read waits for.
+        self._following: deque[Future[None]] = deque()
         self._lock = threading.Lock()
         self._closing = threading.Event()
 
@@ -84,6 +89,9 @@ class ContextVectors:
         done: Future[None] = Future()
         with self._lock:
             self._pending.append(done)
+            while self._following and self._following[0].done():
+                self._following.popleft()
+            self._following.append(done)
 
         def finish(ended: Future[list[Vector]]) -> None:
             try:
@@ -113,6 +121,18 @@ class ContextVectors:
             self.coll.update_vector(memory_id, CTX, vector)
             self.coll.delete_payload(memory_id, [CTX_PENDING])
         return True
+
+    def caught_up(self, timeout: float = READ_WAIT_S) -> None:
+        """Wait (up to ``timeout``) for the completions of this service's own stores, not for the repair at open.
+
+        A search right after a store would otherwise rank the new memory with its placeholder or with its real
+        context vector depending on which came first: the same call gave two answers (the MCP / Amplifier parity
+        test caught it). Another process's stores are not waited for: they are visible at once, ranked as written.
+        """
+        with self._lock:
+            following = [f for f in self._following if not f.done()]
+        if following:
+            wait(following, timeout)
 
     def settle(self, timeout: float | None = None) -> int:
         """Wait (up to ``timeout`` seconds) for the completions in flight; the number still running."""

@@ -224,6 +224,7 @@ class Recaller:
             return [], [], 0
         svc = self.memory
         vec = svc.embedder.embed_query(embedding_text(prompt, self.config.query_words))
+        svc.caught_up()
         request = replace(build_request(prompt, vec, None, svc.params), with_payload=RANK_FIELDS)
         ranked = current_first(svc.coll, rerank(svc.coll.query(request), CANDIDATES, svc.clock(), svc.params), True)
         hits, cosines = self._read(vec, ranked[:CANDIDATES])

@@ -242,10 +242,15 @@ class MemoryService:
         the background (one indexed read here when there are none)."""
         self._ctx.repair_soon()
 
+    def caught_up(self) -> None:
+        """Before a ranked read: wait (bounded) for the context vectors of this service's own stores, so a memory
+        it just stored ranks with its real vector whatever the timing (another process's are not waited for)."""
+        self._ctx.caught_up()
+
     def settle(self, timeout: float | None = None) -> int:
         """Wait until every context vector this service owes is written (up to ``timeout`` seconds); the number
-        still running. Searches never wait for them (a pending memory ranks with its own vector as its context
-        one, as a thread's first memory does); what must measure settled stores (benchmarks) calls this."""
+        still running (the repair at open included; a ranked read waits only for this service's stores:
+        ``caught_up``); what must measure settled stores (benchmarks) calls this."""
         return self._ctx.settle(timeout)
 
     def close(self, timeout: float = CLOSE_WAIT_S) -> int:
@@ -604,6 +609,7 @@ class MemoryService:
             raise InvalidInput("field 'since' must not be later than field 'until'")
         limit = inp.limit or self.config.default_limit
         vec = self.embedder.embed_query(inp.query)
+        self.caught_up()
         # Twice the limit is read so that dropping superseded memories (include_superseded=false)
         # still fills the page; the first `limit` of the longer list are the same memories.
         flt = self._filter(inp)
