@@ -181,7 +181,8 @@ class LocalEmbedder(_FastembedBase):
         encoding = model.tokenizer.encode(text)
         ids = np.array([encoding.ids], dtype=np.int64)
         mask = np.array([encoding.attention_mask], dtype=np.int64)
-        hidden = model.model.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = model.model.run(None, feed)[0]
         vector: Vector = normalize(mean_pooling(hidden, mask)).astype(hidden.dtype, copy=False)[0].tolist()
         return vector
 
