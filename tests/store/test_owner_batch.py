@@ -156,6 +156,32 @@ def test_upsert_unless_writes_once_and_answers_the_point_that_was_there(served: 
     sock.close()
 
 
+def test_update_if_writes_a_marked_point_once_and_never_a_missing_one(served: OwnerServer) -> None:
+    sock = _client(served)
+    assert "r" in _ask(sock, OPEN)
+    marked, point = _point(7)
+    point[2]["ctx_pending"] = True
+    assert _ask(sock, {"op": "upsert", "c": "memories", "a": {"points": [point]}}) == {"r": None}
+    vec = [0.0] * DIM
+    vec[8] = 1.0
+
+    def update_if(pid: str) -> Any:
+        return _ask(sock, {"op": "update_if", "c": "memories", "a": {
+            "id": pid, "vectors": wire.vectors_out({"ctx": vec}), "drop": ["ctx_pending"],
+            "expect": {"ctx_pending": True, "content": "memory 7"}}})
+
+    assert update_if(marked) == {"r": True}
+    found = _ask(sock, {"op": "retrieve", "c": "memories", "a": {"ids": [marked], "with_vector": True}})["r"][0]
+    assert "ctx_pending" not in found["payload"] and found["payload"]["content"] == "memory 7"
+    assert wire.vectors_in(found["vector"])["ctx"][8] == pytest.approx(1.0)
+    # Unmarked now: the same call writes nothing; a missing point is answered False, not created.
+    assert update_if(marked) == {"r": False}
+    missing = str(uuid.uuid4())
+    assert update_if(missing) == {"r": False}
+    assert _ask(sock, {"op": "retrieve", "c": "memories", "a": {"ids": [missing], "with_vector": False}}) == {"r": []}
+    sock.close()
+
+
 def test_query_unless_answers_the_duplicate_or_the_search_in_one_call(served: OwnerServer) -> None:
     sock = _client(served)
     assert "r" in _ask(sock, OPEN)

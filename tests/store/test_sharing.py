@@ -364,11 +364,12 @@ def test_a_memory_store_through_a_client_sends_two_requests_and_holds_no_lock_ac
     # [query] [upsert_unless].)
     assert requests == [["query_unless"], ["upsert_unless"]]
     # Then, after the answer, on the thread writing context vectors (its own connection: the collection is opened
-    # there with its first request): the point checked under the lock (sent with the check), then its vector, its
-    # marker removed and the lock released in one request: the owner's lock is held across one round trip, not
-    # three. Session 10: the answer no longer waits for the context window's vector.
+    # there with its first request): one conditional write the owner runs under its lock (the point still marked,
+    # its window unchanged: then its vector, its marker removed), so the owner's lock waits on no round trip.
+    # Session 10: the answer no longer waits for the context window's vector; its completion was [lock+retrieve]
+    # [update_vector+delete_payload+unlock] (the owner's lock held across a round trip). Session 11: one request.
     assert svc.settle(60) == 0
-    assert others == [["open", "lock", "retrieve"], ["update_vector", "delete_payload", "unlock"]]
+    assert others == [["open", "update_if"]]
     assert requests == [["query_unless"], ["upsert_unless"]]
     # Written at the owner: the client reads the context window's vector back through it, the marker gone.
     assert _context_vector_written(svc.coll, stored.id, embedder)

@@ -24,7 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from ..embeddings.providers import Embedder, Vector
 from ..store.contract import Collection
 from ..store.query import Filter, IsEmpty, Scroll
-from .ranking import CTX
+from .ranking import CTX, CTX_TEXT
 from .record import CTX_PENDING, MemoryFields
 from .restated import context_window
 
@@ -110,7 +110,15 @@ class ContextVectors:
         Under the lock, so a forget cannot come between the check and the write: a point forgotten meanwhile is
         never written again (Qdrant Edge refuses a vector for a missing id anyway, checked in the tests), and one
         whose window a forget rebuilt keeps the rebuilt one.
+
+        First as one conditional write (the point still marked, its ``ctx_text`` still the window embedded): what a
+        memory is until its completion unless something changed it, and one request the owner runs under its lock
+        for a process sharing the store (lock + read, then writes + unlock, was two round trips under the owner's
+        lock). When it does not hold (forgotten, window rebuilt, or a wording merged into the memory meanwhile,
+        which appends to ``ctx_text``), the full check below decides.
         """
+        if self.coll.update_if(memory_id, {CTX: vector}, [CTX_PENDING], {CTX_PENDING: True, CTX_TEXT: ctx}):
+            return True
         with self.coll.lock:
             records = self.coll.retrieve([memory_id])
             if not records:

@@ -22,7 +22,7 @@ import logging
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +30,7 @@ from typing import Any, Literal, Protocol
 
 from .journal import Change, Journal
 from .query import DENSE as DENSE
-from .query import Filter, Scroll, Search
+from .query import Filter, Scroll, Search, Value
 from .query import NamedPoint as NamedPoint
 from .query import PointInput as PointInput
 from .query import StoredPoint as StoredPoint
@@ -142,6 +142,15 @@ def iso(ts: datetime) -> str:
     return ts.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
+_MISSING = object()
+
+
+def _differs(held: Any, expected: Value) -> bool:
+    """Whether a payload value is not ``expected``: a missing key, another value, or the same value of another type
+    (JSON and Python take ``True == 1``; a marker written ``True`` must not match a count of 1)."""
+    return held is _MISSING or type(held) is not type(expected) or held != expected
+
+
 class Collection(Protocol):
     """What the services use of a collection. ``lock`` serialises writes and read-modify-write sequences."""
 
@@ -172,6 +181,13 @@ class Collection(Protocol):
 
     def update_vector(self, point_id: str, name: str, vector: Sequence[float]) -> None:
         """Replace one named vector of one point."""
+
+    def update_if(
+        self, point_id: str, vectors: Mapping[str, Sequence[float]], drop: Sequence[str], expect: Mapping[str, Value]
+    ) -> bool:
+        """Under ``lock``: if the point exists and its payload holds exactly ``expect``, replace ``vectors`` and
+        remove the payload keys ``drop`` (True); otherwise write nothing (False)."""
+        ...
 
     def delete(self, point_ids: Sequence[str]) -> None:
         """Delete points by id (unknown ids are ignored)."""
@@ -473,6 +489,29 @@ class BaseCollection(ABC):
                 return str(found[0].id)
             self.upsert(points)
             return None
+
+    def update_if(
+        self, point_id: str, vectors: Mapping[str, Sequence[float]], drop: Sequence[str], expect: Mapping[str, Value]
+    ) -> bool:
+        """Under ``lock``: if the point exists and its payload holds exactly ``expect``, replace ``vectors`` and
+        remove the payload keys ``drop`` (True); otherwise write nothing (False).
+
+        A check-then-write as one call, like :meth:`upsert_unless`: a derived vector written after the fact (a
+        context vector's completion) is one request for a process sharing the store, run under the owner's lock,
+        instead of a lock held across two round trips. The values compare with their types (``True`` is not ``1``).
+        """
+        with self.lock:
+            found = self.retrieve([point_id])
+            if not found:
+                return False
+            payload = found[0].payload or {}
+            if any(_differs(payload.get(key, _MISSING), value) for key, value in expect.items()):
+                return False
+            for name, vector in vectors.items():
+                self.update_vector(point_id, name, vector)
+            if drop:
+                self.delete_payload(point_id, drop)
+            return True
 
     def query_unless(self, search: Search, unless: Filter) -> tuple[str | None, list[StoredPoint]]:
         """(the id of a point ``unless`` matches, []), or (None, the search's points).

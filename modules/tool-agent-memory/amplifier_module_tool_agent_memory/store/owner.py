@@ -374,6 +374,8 @@ def _run(coll: BaseCollection, op: str, a: dict[str, Any]) -> Any:
     if op == "update_vector":
         coll.update_vector(a["id"], a["name"], wire.vectors_in(a["vector"]))
         return None
+    if op == "update_if":
+        return coll.update_if(a["id"], wire.vectors_in(a["vectors"]), a["drop"], a["expect"])
     if op == "delete":
         coll.delete(a["ids"])
         return None

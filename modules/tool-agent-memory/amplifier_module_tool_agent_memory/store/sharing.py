@@ -22,7 +22,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,7 +48,7 @@ from .space import allocated_bytes
 if TYPE_CHECKING:
     import socket
 
-    from .query import Filter, Scroll, Search
+    from .query import Filter, Scroll, Search, Value
 
 logger = logging.getLogger(__name__)
 
@@ -663,6 +663,24 @@ class SharedCollection:
             lambda c: c.update_vector(point_id, name, vec),
         )
         self._written(1)
+
+    def update_if(
+        self, point_id: str, vectors: Mapping[str, Sequence[float]], drop: Sequence[str], expect: Mapping[str, Value]
+    ) -> bool:
+        """If the point exists and its payload holds exactly ``expect``, replace ``vectors`` and remove the keys
+        ``drop`` (True): one request the owner runs under its collection lock, so no lock waits on a round trip."""
+        vecs = {name: [float(x) for x in vec] for name, vec in vectors.items()}
+        names, want = list(drop), dict(expect)
+        done = bool(
+            self._run(
+                "update_if",
+                lambda: {"id": point_id, "vectors": wire.vectors_out(vecs), "drop": names, "expect": want},
+                lambda c: c.update_if(point_id, vecs, names, want),
+            )
+        )
+        if done:
+            self._written(1)
+        return done
 
     def delete(self, point_ids: Sequence[str]) -> None:
         """Delete points by id (unknown ids are ignored)."""

@@ -23,9 +23,9 @@ from .query_wire import FLOATS, pack_floats, unpack_floats
 
 # What the processes sharing one store say to each other; a client and an owner of another one do not share (the
 # client waits, then answers ``store_in_use``): 2 = session 8's ``upsert_unless`` and packed vectors, which an
-# owner of the version before would refuse or misread; 3 = session 9's ``query_unless``. Every connection's first
-# message names it.
-PROTOCOL = 3
+# owner of the version before would refuse or misread; 3 = session 9's ``query_unless``; 4 = session 11's
+# ``update_if`` (a context vector's completion in one request). Every connection's first message names it.
+PROTOCOL = 4
 
 _LEN = struct.Struct(">I")
 # A frame larger than this is refused: an import batch of 1,000 memories is ~16 MB of JSON.
