@@ -905,6 +905,12 @@ def _serve_rounds(n: int, opts: argparse.Namespace, base: Path | None) -> list[t
         for variant, path in variants if i % 2 == 0 else variants[::-1]:
             _progress(f"N={n:,}: serve {variant} (round {i + 1})")
             results.append((variant, run_worker("serve", n, opts, opts.queries, path)))
+            got = results[-1][1]
+            # Per round: a variant's rounds share its store, so only its first round's stores create memories
+            # (later rounds re-store them: the duplicate path); the medians below mix both kinds.
+            print(f"N={n:,} {variant} round {i + 1}: store p50 / p95 {got['store_p50_ms']:.2f} / "
+                  f"{got['store_p95_ms']:.2f} ms ({got.get('stores_created', '?')} created), search p50 / p95 "
+                  f"{got['search_p50_ms']:.2f} / {got['search_p95_ms']:.2f} ms", flush=True)
     return results
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, StoreDamagedError
 from .child_build import build_folder
-from .space import allocated_bytes
+from .space import allocated, allocated_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -189,7 +189,7 @@ def remove_interrupted_builds(shard: Path) -> int:
 
 
 def _allocated(path: Path) -> int:
-    return path.stat().st_blocks * 512 if path.is_file() else allocated_bytes(path)
+    return allocated(path.stat()) if path.is_file() else allocated_bytes(path)
 
 
 def sparse_copy_tree(src: Path, dst: Path, skip: frozenset[str] = frozenset()) -> int:

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .files import BINARY, DIRECTORY, NO_FOLLOW
+from .space import allocated
 
 if TYPE_CHECKING:
     from .live_index import LiveIndex
@@ -723,7 +724,7 @@ class Journal:
         total = 0
         for p in self._segment_paths():
             try:
-                total += p.stat().st_blocks * 512
+                total += allocated(p.stat())  # st_blocks, which Windows' stat lacks, where there is one
             except OSError:
                 continue
         return total

@@ -25,6 +25,7 @@ import secrets
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,37 @@ OWNER_FILE = "owner.json"
 SOCKET_FILE = ".sock"
 # AF_UNIX paths are at most 104 bytes on macOS (108 on Linux), terminating NUL included.
 _MAX_UNIX_PATH = 100
+
+
+# Windows refuses to replace a file that another process has open (PermissionError): a client reading owner.json
+# at that moment, which holds it for one short read. The publish tries again, waiting 5 ms, then twice as long
+# each time, at most REPLACE_TRIES times (0.6 s of waits in all) before it gives up with the error. Elsewhere the
+# first try succeeds: a rename replaces a file others have open.
+REPLACE_TRIES = 8
+REPLACE_FIRST_WAIT_S = 0.005
+
+
+def replace_retrying(
+    src: Path,
+    dst: Path,
+    *,
+    tries: int = REPLACE_TRIES,
+    first_wait_s: float = REPLACE_FIRST_WAIT_S,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """``os.replace(src, dst)``, tried again after a short, growing wait while it fails with PermissionError
+    (Windows, while another process has ``dst`` open); that error is raised after ``tries`` attempts."""
+    wait = first_wait_s
+    for attempt in range(1, tries + 1):
+        try:
+            os.replace(src, dst)
+            return
+        except PermissionError:
+            if attempt == tries:
+                raise
+            logger.debug("owner record busy: trying again", extra={"attempt": attempt, "wait_s": wait})
+            sleep(wait)
+            wait *= 2
 
 
 # Set to "tcp", the owner listens on 127.0.0.1 even where AF_UNIX is there: what Windows does, so Linux runs
@@ -202,7 +234,7 @@ class OwnerServer:
         fd = open_no_follow(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(json.dumps(record))
-        os.replace(tmp, final)
+        replace_retrying(tmp, final)
 
     def stop(self) -> None:
         """Stop listening, end every connection (their processes take over) and withdraw the owner record."""

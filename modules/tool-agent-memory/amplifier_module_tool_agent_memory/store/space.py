@@ -28,6 +28,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,18 +44,26 @@ ALLOCATE_ON_READ = frozenset({"tmpfs", "ramfs", "hugetlbfs"})
 
 def free_bytes(path: Path) -> int:
     """Bytes an unprivileged process may still write on the filesystem of ``path``."""
-    st = os.statvfs(path)
-    return st.f_bavail * st.f_frsize
+    # shutil, not os.statvfs, which Windows' os lacks: on POSIX it is statvfs's f_bavail * f_frsize all the same.
+    return shutil.disk_usage(path).free
 
 
 def is_read_only(path: Path) -> bool:
     """Whether ``path`` is on a filesystem mounted read-only (or not writable by this process)."""
+    statvfs = getattr(os, "statvfs", None)  # none on Windows: the access check below is all it has
     try:
-        if os.statvfs(path).f_flag & os.ST_RDONLY:
+        if statvfs is not None and statvfs(path).f_flag & os.ST_RDONLY:
             return True
     except OSError:
         return False
     return not os.access(path, os.W_OK)
+
+
+def allocated(st: os.stat_result) -> int:
+    """The bytes a file's blocks take; its size where the OS reports no blocks (Windows' stat has no st_blocks,
+    so a sparse file counts whole there)."""
+    blocks: int | None = getattr(st, "st_blocks", None)
+    return st.st_size if blocks is None else blocks * 512
 
 
 def fs_type(path: Path) -> str:
@@ -87,7 +96,7 @@ def unallocated_bytes(folder: Path, skip: tuple[str, ...] = ()) -> int:
                 st = os.lstat(os.path.join(root, name))
             except OSError:
                 continue
-            total += max(0, st.st_size - st.st_blocks * 512)
+            total += max(0, st.st_size - allocated(st))
     return total
 
 
@@ -97,7 +106,7 @@ def allocated_bytes(folder: Path) -> int:
     for root, _dirs, files in os.walk(folder):
         for name in files:
             try:
-                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+                total += allocated(os.lstat(os.path.join(root, name)))
             except OSError:
                 continue
     return total
