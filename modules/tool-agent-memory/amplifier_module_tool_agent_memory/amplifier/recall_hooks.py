@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,8 +51,6 @@ TURN_END = "orchestrator:complete"
 # the logging, the activity log's write and the hooks' dispatch were on the request's path (quiet lane, session 10:
 # docs/recall.md).
 EMIT_DELAY_S = 0.02
-# Longest prompt:submit's handler waits for the turn's worker to start (it is usually running within ~0.1 ms).
-HANDOFF_S = 0.005
 # Before the session's other context hooks run their own work (lower runs first), after policy hooks.
 PRIORITY = 20
 RECALL_TAG = "agent-memory-recall"
@@ -105,13 +102,10 @@ class SessionRecall:
             start()
 
 
-def compute(runtime: AgentMemory, prompt: str, running: threading.Event | None = None) -> TurnWork:
-    """Recall for ``prompt``: the block to inject. Runs in a worker thread (``running`` is set once it does); may
-    raise."""
+def compute(runtime: AgentMemory, prompt: str) -> TurnWork:
+    """Recall for ``prompt``: the block to inject. Runs in a worker thread; may raise."""
     from ..memory.recall import HOW_TO_MORE, Recaller, render_block
 
-    if running is not None:
-        running.set()
     started = time.perf_counter()
     config = runtime.config.recall
     work = TurnWork()
@@ -220,12 +214,7 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
             prompt = str((data or {}).get("prompt") or "")
             state.task = None  # a previous turn's recall still running finishes; its result is dropped
             if prompt.strip() and runtime.is_ready():
-                running = threading.Event()
-                state.task = in_worker(compute, runtime, prompt, running)
-                # The worker needs the GIL to reach the query embedding, which then runs without it. Waiting here
-                # (the GIL released) until it runs lets it get there before the orchestrator's own work up to the
-                # request (~1.5 ms of Python) instead of after it: the model's run and that work then overlap.
-                running.wait(HANDOFF_S)
+                state.task = in_worker(compute, runtime, prompt)
                 if state.briefing is None:
                     start_briefing()
         except Exception:
