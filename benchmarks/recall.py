@@ -614,7 +614,9 @@ class PhaseProbe:
         self.local = threading.local()
         self.samples: list[dict[str, tuple[float, float]]] = []
         # The interpreter's collections (any thread: they hold the GIL) as (start, end) perf_counter pairs.
-        self.collections: list[tuple[float, float]] = []
+        self.collections: list[tuple[float, float, int]] = []
+        # Collections overlapping a recall, by generation (0, 1, 2): which ones the recall pays for.
+        self.generations = [0, 0, 0]
         self._gc_started = 0.0
         gc.callbacks.append(self._gc)
         recall_hooks.compute = self._root(recall_hooks.compute)
@@ -665,7 +667,7 @@ class PhaseProbe:
         if phase == "start":
             self._gc_started = time.perf_counter()
         else:
-            self.collections.append((self._gc_started, time.perf_counter()))
+            self.collections.append((self._gc_started, time.perf_counter(), int(info.get("generation", 0))))
 
     def _root(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         def root(*args: Any, **kwargs: Any) -> Any:
@@ -677,7 +679,10 @@ class PhaseProbe:
                 self.local.sums = None
                 ended = time.perf_counter()
                 total = ((ended - wall) * 1000, (time.thread_time() - cpu) * 1000)
-                collected = sum(min(b, ended) - max(a, wall) for a, b in self.collections if b > wall and a < ended)
+                overlapping = [(a, b, g) for a, b, g in self.collections if b > wall and a < ended]
+                collected = sum(min(b, ended) - max(a, wall) for a, b, _ in overlapping)
+                for _, _, generation in overlapping:
+                    self.generations[generation] += 1
                 self.collections.clear()
                 named = [sums[n] for n in self.TOP if n in sums]
                 sums["other"] = (total[0] - sum(w for w, _ in named), total[1] - sum(c for _, c in named))
@@ -697,7 +702,9 @@ class PhaseProbe:
             (w50, w95), (c50, c95) = p50_p95([w for w, _ in pairs]), p50_p95([c for _, c in pairs])
             wait50, _ = p50_p95([w - c for w, c in pairs])
             print(f"    {name:<15}{w50:>7.2f} /{w95:>6.2f}{c50:>9.2f} /{c95:>6.2f}{wait50:>9.2f}")
+        print(f"    collections during the recalls, by generation 0 / 1 / 2: {' / '.join(map(str, self.generations))}")
         self.samples.clear()
+        self.generations = [0, 0, 0]
         if self.on_path:
             (o50, o95), share = p50_p95(self.on_path), sum(1 for v in self.on_path if v > 0) / len(self.on_path)
             print(f"    memory:recalled before the request left: {o50:.2f} / {o95:.2f} ms (p50 / p95), "

@@ -207,3 +207,11 @@ def test_batch_embedding_equals_single_embedding(embedder: CachedEmbedder) -> No
 
 def test_embedding_no_texts_returns_no_vectors(embedder: CachedEmbedder) -> None:
     assert embedder.embed_documents([]) == []
+
+
+def test_the_query_path_gives_the_document_path_s_vectors(embedder: CachedEmbedder) -> None:
+    # embed_query skips fastembed's batching (recall's latency); stored vectors come from embed_documents, so the
+    # two must agree: a short question, an empty text, and one past the model's 256-token truncation.
+    texts = ["Which dentist do I go to?", "", " ".join(["the billing database migration in May"] * 60)]
+    for text in texts:
+        assert embedder.inner.embed_query(text) == embedder.inner.embed_documents([text])[0]

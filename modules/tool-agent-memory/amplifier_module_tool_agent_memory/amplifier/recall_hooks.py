@@ -91,6 +91,9 @@ class SessionRecall:
     running: set[asyncio.Future[Any]] = field(default_factory=set)
     # memory:recalled events waiting for their delay: calling one emits it now (once).
     pending: list[Callable[[], None]] = field(default_factory=list)
+    # The last event's emission: the next one starts after it ends, so events arrive in their requests' order
+    # even when a handler of theirs waits (the core dispatches each emission on its own).
+    emitting: asyncio.Task[None] | None = None
 
     def emit_pending(self) -> None:
         """Start emitting every event still waiting for its delay, in the order of their requests."""
@@ -250,12 +253,18 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
             handle = None
             if start in state.pending:
                 state.pending.remove(start)
-            task = loop.create_task(runtime.emit(RECALLED, payload))
+            task = loop.create_task(emit_after(state.emitting, payload))
+            state.emitting = task
             state.running.add(task)
             task.add_done_callback(state.running.discard)
 
         handle = loop.call_later(EMIT_DELAY_S, start)
         state.pending.append(start)
+
+    async def emit_after(previous: asyncio.Task[None] | None, payload: dict[str, Any]) -> None:
+        if previous is not None:
+            await asyncio.wait({previous})
+        await runtime.emit(RECALLED, payload)
 
     async def on_turn_end(event: str, data: dict[str, Any]) -> Any:
         """The turn's events not emitted yet are emitted before the turn returns."""
@@ -265,7 +274,10 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
             state.emit_pending()
             emitting = {f for f in state.running if isinstance(f, asyncio.Task)}
             if emitting:
-                await asyncio.wait(emitting, timeout=timeout_s)
+                # Awaited to the end, as the orchestrator awaits every event's handlers: bounded by the recall's
+                # timeout, a loaded machine's hook dispatch (it hops through the core's own threads) let the turn
+                # return before its events (a flake of the test that checks they arrive within the turn).
+                await asyncio.wait(emitting)
         except Exception:
             logger.exception("emitting memory:recalled failed")
         return HookResult(action="continue")

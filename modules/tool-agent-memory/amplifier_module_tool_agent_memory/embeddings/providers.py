@@ -167,6 +167,25 @@ class LocalEmbedder(_FastembedBase):
         with ThreadPoolExecutor(max_workers=min(self._workers, len(texts))) as pool:
             return [vecs[0] for vecs in pool.map(lambda text: one([text]), texts)]
 
+    def embed_query(self, text: str) -> Vector:
+        """One text through the tokenizer, the session and fastembed's own pooling, without its batching.
+
+        The same vector as ``embed_documents([text])`` (fastembed's generator, batch iterator and per-call input
+        inspection cost ~0.3 ms of a ~5 ms query embedding: benchmarks/query_embed_path.py), so stores and
+        queries still agree. One text, so no padding: its encoding is its length.
+        """
+        import numpy as np
+        from fastembed.common.utils import mean_pooling, normalize
+
+        model = self._session().model
+        encoding = model.tokenizer.encode(text)
+        ids = np.array([encoding.ids], dtype=np.int64)
+        mask = np.array([encoding.attention_mask], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = model.model.run(None, feed)[0]
+        vector: Vector = normalize(mean_pooling(hidden, mask)).astype(hidden.dtype, copy=False)[0].tolist()
+        return vector
+
     def _load(self) -> Any:
         # Deferred to the first embedding, so a store opened first (whose own opening peak is
         # released) does not add to the session's build peak.
