@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -20,6 +21,7 @@ import amplifier_module_tool_agent_memory as agent_memory
 from amplifier_module_tool_agent_memory.config import EmbeddingConfig, parse_config
 from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedder, get_embedder
 from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
+from amplifier_module_tool_agent_memory.memory.context_vectors import ContextVectors
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
 if TYPE_CHECKING:
@@ -443,3 +445,18 @@ class ScriptedProvider:
 def scripted_provider() -> type[ScriptedProvider]:
     """The scripted provider class: ``scripted_provider("SAME")``, ``(None)`` to fail, ``delay=`` to be late."""
     return ScriptedProvider
+
+
+@pytest.fixture
+def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """A gate every context vector's completion (memory/context_vectors.py) waits at until the test opens it."""
+    gate = threading.Event()
+    original = ContextVectors.complete
+
+    def complete(self: ContextVectors, memory_id: str, ctx: str, vector: list[float]) -> bool:
+        gate.wait()
+        return original(self, memory_id, ctx, vector)
+
+    monkeypatch.setattr(ContextVectors, "complete", complete)
+    yield gate
+    gate.set()

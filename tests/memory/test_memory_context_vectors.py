@@ -14,14 +14,14 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedder
-from amplifier_module_tool_agent_memory.memory.context_vectors import MAX_PENDING, ContextVectors
+from amplifier_module_tool_agent_memory.memory.context_vectors import MAX_PENDING
 from amplifier_module_tool_agent_memory.memory.models import MemorySearchInput, MemoryStoreInput
 from amplifier_module_tool_agent_memory.memory.record import CTX_PENDING
 from amplifier_module_tool_agent_memory.memory.service import MEMORIES, MemoryService
@@ -35,21 +35,6 @@ SETTLE_S = 120.0
 
 def _cosine(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
-
-
-@pytest.fixture
-def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
-    """A gate every completion waits at until the test opens it."""
-    gate = threading.Event()
-    original = ContextVectors.complete
-
-    def complete(self: ContextVectors, memory_id: str, ctx: str, vector: list[float]) -> bool:
-        gate.wait()
-        return original(self, memory_id, ctx, vector)
-
-    monkeypatch.setattr(ContextVectors, "complete", complete)
-    yield gate
-    gate.set()
 
 
 def _point(rt: AgentMemory, memory_id: str) -> tuple[dict[str, Any], dict[str, list[float]]] | None:
@@ -239,7 +224,6 @@ def test_a_process_killed_after_the_answer_loses_nothing_and_the_next_open_repai
     assert svc.settle(SETTLE_S) == 0
     _assert_real_vector(rt, memory_id, of_window)
     assert not svc._ctx.marked()
-
 
 
 @pytest.mark.edge_only("the export reads the stored vectors the same way on every backend; one engine is enough here")

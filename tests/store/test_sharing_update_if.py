@@ -22,7 +22,6 @@ from data import SERVER_URL
 
 from amplifier_module_tool_agent_memory.config import StorageConfig
 from amplifier_module_tool_agent_memory.embeddings.providers import CachedEmbedder
-from amplifier_module_tool_agent_memory.memory.context_vectors import ContextVectors
 from amplifier_module_tool_agent_memory.memory.models import MemoryStoreInput
 from amplifier_module_tool_agent_memory.memory.record import CTX_PENDING
 from amplifier_module_tool_agent_memory.memory.restated import RESTATED, add_wording, context_window
@@ -71,21 +70,6 @@ def coll(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Collection]
         release(store)
 
 
-@pytest.fixture
-def completions_held(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
-    """A gate every context vector's completion waits at until the test opens it."""
-    gate = threading.Event()
-    original = ContextVectors.complete
-
-    def complete(self: ContextVectors, memory_id: str, ctx: str, vector: list[float]) -> bool:
-        gate.wait()
-        return original(self, memory_id, ctx, vector)
-
-    monkeypatch.setattr(ContextVectors, "complete", complete)
-    yield gate
-    gate.set()
-
-
 def _point(coll: Collection) -> tuple[dict[str, Any], dict[str, list[float]]]:
     [found] = coll.retrieve([POINT], with_vector=True)
     return dict(found.payload or {}), {k: list(v) for k, v in dict(found.vector or {}).items()}
@@ -129,7 +113,7 @@ def test_it_creates_nothing_for_a_missing_point(coll: Collection) -> None:
 def test_a_completion_after_a_merged_wording_still_writes_the_window_vector(
     make_runtime: Callable[..., AgentMemory],
     embedder: CachedEmbedder,
-    completions_held: threading.Event,
+    held: threading.Event,
 ) -> None:
     # A wording merged into the memory before its completion appends to ctx_text: the conditional write does not
     # hold, and the full check (the window without the wordings) writes the vector all the same.
@@ -148,7 +132,7 @@ def test_a_completion_after_a_merged_wording_still_writes_the_window_vector(
     merged_payload = dict(merged.payload or {})
     assert merged_payload[RESTATED] and merged_payload["ctx_text"] != f"{FIRST}\n{SECOND}"
     assert context_window(merged_payload) == f"{FIRST}\n{SECOND}"
-    completions_held.set()
+    held.set()
     assert svc.settle(120) == 0
     [written] = coll.retrieve([memory_id], with_vector=True)
     assert CTX_PENDING not in (written.payload or {})
