@@ -752,6 +752,19 @@ async def fill_store(samples: list[dict[str, Any]], root: Path, ident: str, coun
 # ------------------------------------------------------------------------------------------- against a base
 
 
+def no_spinning() -> None:
+    """Every onnxruntime session built from now on in this process lets its intra-op pool threads sleep between
+    runs (a measurement only: fastembed exposes no such option)."""
+    import onnxruntime as ort
+
+    class NoSpinning(ort.SessionOptions):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.add_session_config_entry("session.intra_op.allow_spinning", "0")
+
+    ort.SessionOptions = NoSpinning
+
+
 def side_by_side(args: argparse.Namespace) -> int:
     """The filled store's latency of this tree and of ``args.base`` (its own package, this script), or of this tree
     with each of two ``storage.search_threads`` (``args.vs_search_threads``), in one run: each round runs both, in
@@ -780,7 +793,7 @@ def side_by_side(args: argparse.Namespace) -> int:
             out = workdir / f"side-{round_no}-{side}.json"
             cmd = [sys.executable, str(Path(__file__).resolve()), "--latency-only", "--fill-only", "--store-dir",
                    str(workdir), "--per-bucket", str(args.per_bucket), "--idle-ms", str(args.idle_ms),
-                   "--samples-json", str(out), *extra]
+                   "--samples-json", str(out), *extra, *(["--no-embed-spin"] if args.no_embed_spin else [])]
             print(f"round {round_no + 1}/{args.rounds}: {name}", file=sys.stderr)
             subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
             for bucket, cols in json.loads(out.read_text()).items():
@@ -910,10 +923,15 @@ def main() -> int:
     parser.add_argument("--vs-embed-threads",
                         help="latency: embeddings.threads values of the recall-on sessions, e.g. 1,2, side by side in "
                         "one run (filled store)")
+    parser.add_argument("--no-embed-spin", action="store_true",
+                        help="latency: onnxruntime's intra-op pool threads sleep between runs instead of spinning "
+                        "(session.intra_op.allow_spinning=0; only matters with --embed-threads above 1)")
     parser.add_argument("--switch-ms", type=float,
                         help="latency: the interpreter's switch interval in ms (sys.setswitchinterval; Python's is 5)")
     parser.add_argument("--vs-switch-ms", help="latency: switch intervals in ms, e.g. 5,1, side by side in one run")
     args = parser.parse_args()
+    if args.no_embed_spin:
+        no_spinning()
     if args.base or args.vs_search_threads or args.vs_embed_threads or args.vs_switch_ms:
         if not DATA.exists():
             print(f"SKIP: LoCoMo data not found at {DATA} (it lives in ../shared/data, outside the repository)")
