@@ -148,6 +148,29 @@ def test_a_store_beyond_the_bound_waits_for_the_oldest_completion(
     assert not svc._ctx.marked()
 
 
+@pytest.mark.edge_only("the exact-duplicate check comes first where reads are local (the embedded store)")
+def test_an_exact_duplicate_answers_without_waiting_behind_the_bound(
+    make_runtime: Callable[..., AgentMemory], held: threading.Event
+) -> None:
+    rt = make_runtime()
+    svc = rt.memory()
+    first = svc.store(MemoryStoreInput(content=FIRST)).id
+    for n in range(MAX_PENDING):
+        svc.store(MemoryStoreInput(content=f"Build number {n} shipped the {n}th feature flag cleanup."))
+    # The bound is full and every completion is held: a new memory would wait for room, a duplicate writes nothing.
+    outcome: list[Any] = []
+    again = threading.Thread(target=lambda: outcome.append(svc.store(MemoryStoreInput(content=FIRST))))
+    again.start()
+    again.join(SETTLE_S)
+    done_before_release = not again.is_alive()
+    held.set()
+    again.join(SETTLE_S)
+    assert done_before_release
+    assert outcome[0].duplicate and outcome[0].id == first
+    assert svc.settle(SETTLE_S) == 0
+    assert svc.coll.count() == MAX_PENDING + 1
+
+
 @pytest.mark.edge_only("closing an embedded store; the server backend closes the same way")
 def test_closing_waits_for_the_completions_in_flight(
     make_runtime: Callable[..., AgentMemory], embedder: CachedEmbedder, held: threading.Event

@@ -438,13 +438,15 @@ class MemoryService:
         # identity 110 -> 69, the next search no slower; docs/sharing.md), and an early answer (a duplicate, a bad
         # declared target, a merge) starts none at all.
         embeds_ctx = ctx != content
-        if embeds_ctx:
-            self._ctx.room()  # a store beyond the bound waits for the oldest completion before anything else
         # No lock: each is one read, and both are checked again at the write. A declared update checks its
         # target before embedding the memory.
         existing = self._find_by_hash(digest) if inp.supersedes is not None or self.coll.local_reads else None
         if existing is None and inp.supersedes is not None:
             self._declared(inp.supersedes, inp.kind)
+        if existing is None and embeds_ctx:
+            # A store beyond the bound waits for the oldest completion before its embedding; an exact duplicate
+            # found above writes nothing and starts no completion, so it answers without waiting behind them.
+            self._ctx.room()
         nearest: list[Nearby] = []
         if existing is None:
             dense = self.embedder.embed_documents([content])[0]
