@@ -30,6 +30,8 @@ import tarfile
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -72,16 +74,23 @@ def _purge_one(coll: Any, ids: list[str], rng: random.Random) -> float:
     return time.perf_counter() - started
 
 
-def _measure(size: int, rounds: int, rng: random.Random) -> tuple[float, list[float]]:
+@contextmanager
+def _filled(size: int, rng: random.Random) -> Iterator[tuple[Any, list[str], float]]:
+    """A fresh store's memories collection filled by :func:`_fill`: (collection, ids, build seconds)."""
     with tempfile.TemporaryDirectory() as root:
         store = IdentityStore(identity="bench", path=Path(root) / "bench", model_id="bench", dim=DIM, root=Path(root))
         store.open()
         try:
             coll = store.collection(MEMORIES)
             ids, build = _fill(coll, size, rng)
-            return build, [_purge_one(coll, ids, rng) for _ in range(rounds)]
+            yield coll, ids, build
         finally:
             store.close()
+
+
+def _measure(size: int, rounds: int, rng: random.Random) -> tuple[float, list[float]]:
+    with _filled(size, rng) as (coll, ids, build):
+        return build, [_purge_one(coll, ids, rng) for _ in range(rounds)]
 
 
 PACKAGE_DIR = Path("modules") / "tool-agent-memory"
@@ -128,21 +137,14 @@ def _serve(size: int, seed: int) -> None:
     import amplifier_module_tool_agent_memory as measured
 
     rng = random.Random(seed)
-    with tempfile.TemporaryDirectory() as root:
-        store = IdentityStore(identity="bench", path=Path(root) / "bench", model_id="bench", dim=DIM, root=Path(root))
-        store.open()
-        try:
-            coll = store.collection(MEMORIES)
-            ids, build = _fill(coll, size, rng)
-            # The delete's own debounced purge would run after the timed one, beside another variant's purge.
-            background = getattr(coll, "_engine_purge", None)
-            if background is not None:
-                background.stop()
-            print(json.dumps({"build": build, "package": measured.__file__}), flush=True)
-            for _ in sys.stdin:
-                print(json.dumps({"time": _purge_one(coll, ids, rng)}), flush=True)
-        finally:
-            store.close()
+    with _filled(size, rng) as (coll, ids, build):
+        # The delete's own debounced purge would run after the timed one, beside another variant's purge.
+        background = getattr(coll, "_engine_purge", None)
+        if background is not None:
+            background.stop()
+        print(json.dumps({"build": build, "package": measured.__file__}), flush=True)
+        for _ in sys.stdin:
+            print(json.dumps({"time": _purge_one(coll, ids, rng)}), flush=True)
 
 
 def _against_bases(sizes: list[int], rounds: int, bases: list[str]) -> None:
