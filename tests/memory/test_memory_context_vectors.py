@@ -44,6 +44,18 @@ def _point(rt: AgentMemory, memory_id: str) -> tuple[dict[str, Any], dict[str, l
     return dict(records[0].payload or {}), {k: list(v) for k, v in dict(records[0].vector or {}).items()}
 
 
+def _stored(rt: AgentMemory, memory_id: str) -> tuple[dict[str, Any], dict[str, list[float]]]:
+    """The memory's payload and vectors; it must be there (an acknowledged memory is never lost)."""
+    point = _point(rt, memory_id)
+    assert point is not None, "the acknowledged memory was lost"
+    return point
+
+
+def _embedded(embedder: CachedEmbedder) -> list[list[float]]:
+    """SECOND's own vector (the placeholder) and its context window's (FIRST then SECOND: the real one)."""
+    return embedder.embed_documents([SECOND, f"{FIRST}\n{SECOND}"])
+
+
 def _two_stored(rt: AgentMemory) -> tuple[MemoryService, str]:
     """FIRST, then SECOND in the same thread: SECOND's context window quotes FIRST, so its vector is pending."""
     svc = rt.memory()
@@ -53,9 +65,7 @@ def _two_stored(rt: AgentMemory) -> tuple[MemoryService, str]:
 
 def _assert_real_vector(rt: AgentMemory, memory_id: str, of_window: list[float]) -> None:
     """The memory is there, unmarked, with its context window's vector."""
-    point = _point(rt, memory_id)
-    assert point is not None
-    payload, vectors = point
+    payload, vectors = _stored(rt, memory_id)
     assert CTX_PENDING not in payload
     assert _cosine(vectors["ctx"], of_window) > 0.99999
 
@@ -66,10 +76,8 @@ def test_the_answer_comes_first_with_a_placeholder_and_the_vector_replaces_it(
 ) -> None:
     rt = make_runtime()
     svc, memory_id = _two_stored(rt)
-    [of_memory, of_window] = embedder.embed_documents([SECOND, f"{FIRST}\n{SECOND}"])
-    point = _point(rt, memory_id)
-    assert point is not None
-    payload, vectors = point
+    [of_memory, of_window] = _embedded(embedder)
+    payload, vectors = _stored(rt, memory_id)
     assert payload[CTX_PENDING] is True
     assert _cosine(vectors["ctx"], of_memory) > 0.99999  # the placeholder: what a thread's first memory holds
     # A completion held past the read's bound (READ_WAIT_S): the search answers, and finds the memory with its
@@ -117,11 +125,9 @@ def test_a_completion_never_brings_back_a_forgotten_neighbour(
     svc.forget(first)
     held.set()
     assert svc.settle(SETTLE_S) == 0
-    point = _point(rt, second)
-    assert point is not None
-    payload, vectors = point
+    payload, vectors = _stored(rt, second)
     assert CTX_PENDING not in payload and FIRST not in payload["ctx_text"]
-    [of_memory, of_old_window] = embedder.embed_documents([SECOND, f"{FIRST}\n{SECOND}"])
+    [of_memory, of_old_window] = _embedded(embedder)
     assert _cosine(vectors["ctx"], of_memory) > 0.99999
     assert _cosine(vectors["ctx"], of_old_window) < 0.999
 
@@ -194,8 +200,7 @@ def test_a_close_that_times_out_leaves_the_marker(
     rt = make_runtime()
     svc, memory_id = _two_stored(rt)
     assert svc.close(timeout=0.2) == 1
-    point = _point(rt, memory_id)
-    assert point is not None and point[0][CTX_PENDING] is True
+    assert _stored(rt, memory_id)[0][CTX_PENDING] is True
     held.set()
     assert svc.settle(SETTLE_S) == 0
 
@@ -237,11 +242,9 @@ def test_a_process_killed_after_the_answer_loses_nothing_and_the_next_open_repai
         child.send_signal(signal.SIGKILL)
         child.wait()
     rt = make_runtime()
-    point = _point(rt, memory_id)  # the store alone: the memory service (and its repair) is not open yet
-    assert point is not None, "the acknowledged memory was lost"
-    payload, vectors = point
+    payload, vectors = _stored(rt, memory_id)  # the store alone: the memory service (and its repair) is not open yet
     assert payload[CTX_PENDING] is True and payload["content"] == SECOND
-    [of_memory, of_window] = embedder.embed_documents([SECOND, f"{FIRST}\n{SECOND}"])
+    [of_memory, of_window] = _embedded(embedder)
     assert _cosine(vectors["ctx"], of_memory) > 0.99999
     svc = rt.memory()  # opening the service repairs what is still marked, in the background
     assert svc.settle(SETTLE_S) == 0
@@ -255,9 +258,8 @@ def test_an_export_with_vectors_carries_the_real_context_vector_of_a_memory_stil
 ) -> None:
     rt = make_runtime()
     svc, memory_id = _two_stored(rt)
-    [of_memory, of_window] = embedder.embed_documents([SECOND, f"{FIRST}\n{SECOND}"])
-    point = _point(rt, memory_id)
-    assert point is not None and point[0][CTX_PENDING] is True  # still the placeholder in the store
+    [of_memory, of_window] = _embedded(embedder)
+    assert _stored(rt, memory_id)[0][CTX_PENDING] is True  # still the placeholder in the store
     exported = {record.id: vectors for record, vectors in svc.export_points(with_vectors=True)}
     assert exported[memory_id] is not None
     assert _cosine(exported[memory_id]["ctx"], of_window) > 0.99999
