@@ -249,7 +249,8 @@ class Recaller:
 
         if not ranked:
             return [], {}
-        records = {str(r.id): r for r in self.memory.coll.retrieve([h.id for h in ranked], with_vector=True)}
+        # Only the dense vector: reading the ctx vector too doubled the floats converted (1.6 vs 0.8 ms a recall).
+        records = {str(r.id): r for r in self.memory.coll.retrieve([h.id for h in ranked], with_vector=(DENSE,))}
         hits: list[Hit] = []
         vectors: list[Any] = []
         for hit in ranked:

@@ -30,7 +30,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from .journal import Change, Journal
 from .query import DENSE as DENSE
-from .query import Filter, Scroll, Search, Value
+from .query import Fields, Filter, Scroll, Search, Value
 from .query import NamedPoint as NamedPoint
 from .query import PointInput as PointInput
 from .query import StoredPoint as StoredPoint
@@ -215,8 +215,9 @@ class Collection(Protocol):
     def delete_by_filter(self, flt: Filter) -> None:
         """Delete every point the filter matches."""
 
-    def retrieve(self, point_ids: Sequence[str], with_vector: bool = False) -> list[StoredPoint]:
-        """The points of these ids that exist, in the order asked, with their payloads."""
+    def retrieve(self, point_ids: Sequence[str], with_vector: Fields = False) -> list[StoredPoint]:
+        """The points of these ids that exist, in the order asked, with their payloads (and ``with_vector``: all
+        their vectors, or those named)."""
         ...
 
     def query(self, search: Search) -> list[StoredPoint]:
@@ -413,7 +414,7 @@ class BaseCollection(ABC):
     def _engine_delete(self, point_ids: list[str]) -> None: ...
 
     @abstractmethod
-    def _engine_retrieve(self, point_ids: list[str], with_vector: bool) -> list[StoredPoint]: ...
+    def _engine_retrieve(self, point_ids: list[str], with_vector: Fields) -> list[StoredPoint]: ...
 
     @abstractmethod
     def _engine_query(self, search: Search) -> list[StoredPoint]: ...
@@ -689,8 +690,9 @@ class BaseCollection(ABC):
                 raise
             raise failure from exc
 
-    def retrieve(self, point_ids: Sequence[str], with_vector: bool = False) -> list[StoredPoint]:
-        """The points of these ids that exist, in the order asked, with their payloads."""
+    def retrieve(self, point_ids: Sequence[str], with_vector: Fields = False) -> list[StoredPoint]:
+        """The points of these ids that exist, in the order asked, with their payloads (and ``with_vector``: all
+        their vectors, or those named)."""
         if not point_ids:
             return []
         ids = list(point_ids)
