@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..compare.lexicon import FUNCTION_WORDS
@@ -123,9 +124,16 @@ def content_words(prompt: str) -> list[str]:
     return found
 
 
-def _stems(text: str) -> set[str]:
+# A memory's stems by its text: recall stems its 10 candidates on every prompt, and the prompts of one conversation keep
+# finding the same memories. Keyed by the text itself, an edited memory is stemmed anew; 1,024 texts (~100 recalls'
+# candidates) are a few MB. lru_cache is thread-safe.
+STEMS_CACHED = 1024
+
+
+@lru_cache(maxsize=STEMS_CACHED)
+def _stems(text: str) -> frozenset[str]:
     # Each distinct word is stemmed once: a candidate's text repeats most of its words.
-    return {stem(word) for word in set(_WORD.findall(_POSSESSIVE.sub("", text).lower()))}
+    return frozenset(stem(word) for word in set(_WORD.findall(_POSSESSIVE.sub("", text).lower())))
 
 
 def embedding_text(prompt: str, words: int) -> str:
