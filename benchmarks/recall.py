@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import gc
 import importlib.util
 import json
@@ -130,6 +131,17 @@ def measure_signals(sample: dict[str, Any], others: list[dict[str, Any]], root: 
                          "wanted": wanted, "words": words, "matches": matches})
     runtime.close()
     return rows
+
+
+def dump_signals(halves: dict[str, list[dict[str, Any]]], root: Path, ids: dict[str, dict[str, str]], out: Path) -> int:
+    """What recall read for every TUNE and HELD prompt (own and foreign): its content words, the block's memories and
+    each candidate's (coverage, cosine), as JSON. Two runs' files are equal when a change kept every recalled block and
+    every gate signal (then evidence / foreign-nothing need no re-measure)."""
+    rows = {s["sample_id"]: measure_signals(s, [o for o in half if o is not s], root, ids[s["sample_id"]])
+            for half in halves.values() for s in half}
+    out.write_text(json.dumps(rows, sort_keys=True))
+    print(f"wrote {sum(len(r) for r in rows.values())} prompts' signals to {out}")
+    return 0
 
 
 def gate_figures(rows: list[dict[str, Any]], relevant: Callable[[float, float], bool],
@@ -617,6 +629,7 @@ class PhaseProbe:
         self.collections: list[tuple[float, float, int]] = []
         # Collections overlapping a recall, by generation (0, 1, 2): which ones the recall pays for.
         self.generations = [0, 0, 0]
+        self.gc_in: collections.Counter[str] = collections.Counter()
         self._gc_started = 0.0
         gc.callbacks.append(self._gc)
         recall_hooks.compute = self._root(recall_hooks.compute)
@@ -649,9 +662,11 @@ class PhaseProbe:
             if sums is None:
                 return fn(*args, **kwargs)
             wall, cpu = time.perf_counter(), time.thread_time()
+            outer, self.local.phase = getattr(self.local, "phase", None), name
             try:
                 return fn(*args, **kwargs)
             finally:
+                self.local.phase = outer
                 was = sums.get(name, (0.0, 0.0))
                 sums[name] = (was[0] + (time.perf_counter() - wall) * 1000, was[1] + (time.thread_time() - cpu) * 1000)
         return timed
@@ -667,7 +682,12 @@ class PhaseProbe:
         if phase == "start":
             self._gc_started = time.perf_counter()
         else:
-            self.collections.append((self._gc_started, time.perf_counter(), int(info.get("generation", 0))))
+            ended = time.perf_counter()
+            self.collections.append((self._gc_started, ended, int(info.get("generation", 0))))
+            # Which phase of a recall a collection fell in (in the recall's own thread): that phase's CPU paid it.
+            sums = getattr(self.local, "sums", None)
+            if sums is not None:
+                self.gc_in[getattr(self.local, "phase", None) or "other"] += 1
 
     def _root(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         def root(*args: Any, **kwargs: Any) -> Any:
@@ -702,7 +722,9 @@ class PhaseProbe:
             (w50, w95), (c50, c95) = p50_p95([w for w, _ in pairs]), p50_p95([c for _, c in pairs])
             wait50, _ = p50_p95([w - c for w, c in pairs])
             print(f"    {name:<15}{w50:>7.2f} /{w95:>6.2f}{c50:>9.2f} /{c95:>6.2f}{wait50:>9.2f}")
-        print(f"    collections during the recalls, by generation 0 / 1 / 2: {' / '.join(map(str, self.generations))}")
+        print(f"    collections during the recalls, by generation 0 / 1 / 2: {' / '.join(map(str, self.generations))}; "
+              f"in the recall's thread, by phase: {', '.join(f'{k} {v}' for k, v in self.gc_in.most_common()) or '-'}")
+        self.gc_in.clear()
         self.samples.clear()
         self.generations = [0, 0, 0]
         if self.on_path:
@@ -844,6 +866,8 @@ async def main_async(args: argparse.Namespace) -> int:
     from amplifier_module_tool_agent_memory.config import RecallGateConfig
 
     gate = RecallGateConfig().model_dump()
+    if args.dump_signals:
+        return dump_signals(halves, workdir, ids, Path(args.dump_signals))
     if args.tune:
         rows_by_half: dict[str, list[dict[str, Any]]] = {}
         for name, half in halves.items():
@@ -890,6 +914,8 @@ async def main_async(args: argparse.Namespace) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store-dir", help="keep the stores here and reuse them on the next run")
+    parser.add_argument("--dump-signals", metavar="FILE",
+                        help="write every TUNE and HELD prompt's block and candidates' signals (JSON), then stop")
     parser.add_argument("--tune", action="store_true", help="tune the gate's bars on TUNE first, then report both")
     parser.add_argument("--floor", type=float, default=0.75, help="foreign-nothing share the tuning must keep on TUNE")
     parser.add_argument("--latency", action="store_true", help="measure the latency the hook adds")

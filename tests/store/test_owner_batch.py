@@ -230,6 +230,18 @@ def test_vectors_cross_the_socket_packed_and_exact(served: OwnerServer) -> None:
     sock.close()
 
 
+def test_a_retrieve_over_the_socket_answers_only_the_vectors_named(served: OwnerServer) -> None:
+    sock = _client(served)
+    assert "r" in _ask(sock, OPEN)
+    pid, point = _point(3)
+    assert _ask(sock, {"op": "upsert", "c": "memories", "a": {"points": [point]}}) == {"r": None}
+    for asked, names in ((["dense"], {"dense"}), (True, {"dense", "ctx"})):
+        [found] = _ask(sock, {"op": "retrieve", "c": "memories", "a": {"ids": [pid], "with_vector": asked}})["r"]
+        vector = wire.point_in(found).vector
+        assert isinstance(vector, dict) and set(vector) == names and vector["dense"][3] == pytest.approx(1.0)
+    sock.close()
+
+
 def test_packing_floats_is_exact_and_leaves_everything_else_alone() -> None:
     rng = random.Random(11)
     values = [rng.uniform(-1e300, 1e300) for _ in range(50)] + [0.1, -0.0, 5e-324, float("inf")]

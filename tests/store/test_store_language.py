@@ -34,6 +34,8 @@ from amplifier_module_tool_agent_memory.store.query import (
     Scroll,
     Search,
     all_of,
+    fields_in,
+    vectors_asked,
     where,
 )
 from amplifier_module_tool_agent_memory.store.server import acquire_server_store, release_server_store
@@ -156,6 +158,26 @@ def test_a_partial_payload_and_named_vectors_come_back_alike(both: Any) -> None:
         page, _ = coll.scroll(Scroll(limit=1, filter=where(n=3), with_payload=("n", "kind"), with_vector=("other",)))
         assert page[0].payload == {"n": 3, "kind": "fact"}
         assert set(page[0].vector) == {"other"} and len(page[0].vector["other"]) == DIM
+
+
+def test_a_retrieve_answers_the_vectors_it_names_and_only_those(both: Any) -> None:
+    # Recall reads its best 10 with the dense vector only (the ctx vector doubled the read's cost).
+    wanted = [_points()[4][0], _points()[9][0]]
+    for coll in both:
+        named, every, none = (coll.retrieve(wanted, with_vector=v) for v in (("dense",), True, False))
+        assert [str(p.id) for p in named] == wanted
+        for one, whole in zip(named, every, strict=True):
+            assert set(one.vector) == {"dense"} and set(whole.vector) == {"dense", "other"}
+            assert one.vector["dense"] == whole.vector["dense"] and one.payload == whole.payload
+        assert all(not p.vector for p in none)
+
+
+def test_the_vectors_asked_of_a_point_read_from_the_journal() -> None:
+    vectors = {"dense": [1.0], "other": [2.0]}
+    assert vectors_asked(vectors, ("other",)) == {"other": [2.0]}
+    assert vectors_asked(vectors, True) == vectors and vectors_asked(vectors, False) is None
+    assert vectors_asked(None, ("dense",)) is None
+    assert fields_in(["dense"]) == ("dense",) and fields_in(True) is True and fields_in(None) is False
 
 
 @pytest.mark.parametrize("using", ["dense", "other"])

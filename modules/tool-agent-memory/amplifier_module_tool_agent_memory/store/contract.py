@@ -26,11 +26,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from .journal import Change, Journal
 from .query import DENSE as DENSE
-from .query import Filter, Scroll, Search, Value
+from .query import Fields, Filter, Scroll, Search, Value
 from .query import NamedPoint as NamedPoint
 from .query import PointInput as PointInput
 from .query import StoredPoint as StoredPoint
@@ -54,11 +54,21 @@ class IndexSpec:
     builds extra graph links for every value (every frequent word of a text field, every range
     block of a number) that covers enough points, so an index build of 100k memories spent
     minutes on fields that only ever filter scrolls and counts.
+
+    ``server_only``: kept by the server backend only. The embedded store answers the same question another way
+    (the context vectors' marker: :mod:`.claims`), and an index it does not need costs every engine purge, which
+    rewrites each payload index of the segments it vacuums.
     """
 
     field: str
     kind: IndexKind
     hnsw: bool = False
+    server_only: bool = False
+
+    @property
+    def embedded(self) -> bool:
+        """Whether the embedded store (Qdrant Edge) builds this index."""
+        return not self.server_only
 
 
 @dataclass(frozen=True)
@@ -151,6 +161,16 @@ def _differs(held: Any, expected: Value) -> bool:
     return held is _MISSING or type(held) is not type(expected) or held != expected
 
 
+@runtime_checkable
+class IndexDropping(Protocol):
+    """A collection that can tell whether it holds a payload index and drop it: an embedded store opened by its
+    owner, which drops an index a newer spec no longer builds there (once what it was for is done)."""
+
+    def payload_indexed(self, field: str) -> bool: ...
+
+    def drop_payload_index(self, field: str) -> None: ...
+
+
 class Collection(Protocol):
     """What the services use of a collection. ``lock`` serialises writes and read-modify-write sequences."""
 
@@ -195,8 +215,9 @@ class Collection(Protocol):
     def delete_by_filter(self, flt: Filter) -> None:
         """Delete every point the filter matches."""
 
-    def retrieve(self, point_ids: Sequence[str], with_vector: bool = False) -> list[StoredPoint]:
-        """The points of these ids that exist, in the order asked, with their payloads."""
+    def retrieve(self, point_ids: Sequence[str], with_vector: Fields = False) -> list[StoredPoint]:
+        """The points of these ids that exist, in the order asked, with their payloads (and ``with_vector``: all
+        their vectors, or those named)."""
         ...
 
     def query(self, search: Search) -> list[StoredPoint]:
@@ -393,7 +414,7 @@ class BaseCollection(ABC):
     def _engine_delete(self, point_ids: list[str]) -> None: ...
 
     @abstractmethod
-    def _engine_retrieve(self, point_ids: list[str], with_vector: bool) -> list[StoredPoint]: ...
+    def _engine_retrieve(self, point_ids: list[str], with_vector: Fields) -> list[StoredPoint]: ...
 
     @abstractmethod
     def _engine_query(self, search: Search) -> list[StoredPoint]: ...
@@ -669,8 +690,9 @@ class BaseCollection(ABC):
                 raise
             raise failure from exc
 
-    def retrieve(self, point_ids: Sequence[str], with_vector: bool = False) -> list[StoredPoint]:
-        """The points of these ids that exist, in the order asked, with their payloads."""
+    def retrieve(self, point_ids: Sequence[str], with_vector: Fields = False) -> list[StoredPoint]:
+        """The points of these ids that exist, in the order asked, with their payloads (and ``with_vector``: all
+        their vectors, or those named)."""
         if not point_ids:
             return []
         ids = list(point_ids)

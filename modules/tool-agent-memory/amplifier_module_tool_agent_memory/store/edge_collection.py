@@ -22,7 +22,7 @@ from .edge_query import to_filter, to_query_request, to_scroll_request
 from .edge_settings import vacuums
 from .journal import CHECKPOINT_EVERY, Entry, Journal
 from .purge import DebouncedJob, PurgePolicy
-from .query import Filter, Scroll, Search
+from .query import Fields, Filter, Scroll, Search, fields
 from .space import DiskGate, allocated_bytes
 
 if TYPE_CHECKING:
@@ -171,10 +171,10 @@ class EdgeCollection(BaseCollection):
 
         self.shard.update(qe.UpdateOperation.delete_points(list[Any](point_ids)))
 
-    def _engine_retrieve(self, point_ids: list[str], with_vector: bool) -> list[StoredPoint]:
+    def _engine_retrieve(self, point_ids: list[str], with_vector: Fields) -> list[StoredPoint]:
         return [
             stored_point(p)
-            for p in self.shard.retrieve(list[Any](point_ids), with_payload=True, with_vector=with_vector)
+            for p in self.shard.retrieve(list[Any](point_ids), with_payload=True, with_vector=fields(with_vector))
         ]
 
     def _engine_query(self, search: Search) -> list[StoredPoint]:
@@ -202,6 +202,20 @@ class EdgeCollection(BaseCollection):
     def _read(self, call: Callable[[], Any]) -> Any:
         with self._shard_gate:
             return super()._read(call)
+
+    def payload_indexed(self, field: str) -> bool:
+        """Whether the shard holds a payload index on ``field``."""
+        with self._shard_gate:
+            return field in self.shard.info().payload_schema
+
+    def drop_payload_index(self, field: str) -> None:
+        """Drop the payload index on ``field`` (a no-op when there is none) and flush it."""
+        import qdrant_edge as qe
+
+        with self.lock:
+            if self.payload_indexed(field):
+                self.shard.update(qe.UpdateOperation.delete_field_index(field))
+                self.persist()
 
     def optimize(self) -> None:
         """Index every unindexed vector now (blocking: Edge runs no optimizer in the background)."""

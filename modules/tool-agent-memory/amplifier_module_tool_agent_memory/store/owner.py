@@ -33,6 +33,7 @@ from typing import Any
 from . import query_wire, wire
 from .contract import BaseCollection, PointInput
 from .files import open_no_follow
+from .query import fields_in
 
 logger = logging.getLogger(__name__)
 
@@ -415,7 +416,7 @@ def _run(coll: BaseCollection, op: str, a: dict[str, Any]) -> Any:
         coll.delete_by_filter(query_wire.decode(a["filter"]))
         return None
     if op == "retrieve":
-        return [wire.point_out(p) for p in coll.retrieve(a["ids"], bool(a.get("with_vector")))]
+        return [wire.point_out(p) for p in coll.retrieve(a["ids"], fields_in(a.get("with_vector")))]
     if op == "query":
         return [wire.point_out(p) for p in coll.query(query_wire.decode(a["request"]))]
     if op == "query_unless":

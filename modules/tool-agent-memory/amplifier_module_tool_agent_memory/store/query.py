@@ -196,3 +196,15 @@ class StoredPoint:
 def fields(value: Fields) -> bool | list[str]:
     """``with_payload`` / ``with_vector`` as both engines take it: a bool or a list of names."""
     return value if isinstance(value, bool) else list(value)
+
+
+def fields_in(value: Any) -> Fields:
+    """:func:`fields` as it came over the wire (JSON: a list of names, or a bool)."""
+    return tuple(str(name) for name in value) if isinstance(value, list | tuple) else bool(value)
+
+
+def vectors_asked(vectors: dict[str, Any] | None, wanted: Fields) -> dict[str, Any] | None:
+    """Of a point's vectors by name, those ``wanted`` asks for (``None`` when it asks for none)."""
+    if isinstance(wanted, bool):
+        return dict(vectors) if wanted and vectors is not None else None
+    return None if vectors is None else {name: v for name, v in vectors.items() if name in wanted}

@@ -18,7 +18,7 @@ from .contract import PAYLOAD_SUM, BaseCollection, CollectionSpec, NamedPoint, S
 from .edge_collection import EdgeCollection, vectors_of
 from .edge_settings import create_index_operation, edge_config
 from .journal import Change, Entry, Journal
-from .query import Filter, Scroll, Search
+from .query import Fields, Filter, Scroll, Search, vectors_asked
 from .space import DiskGate, allocated_bytes
 
 logger = logging.getLogger(__name__)
@@ -137,14 +137,14 @@ class JournalView(BaseCollection):
     def _engine_delete(self, point_ids: list[str]) -> None:
         raise self._refuse()
 
-    def _point(self, point_id: str, with_vector: bool) -> StoredPoint | None:
+    def _point(self, point_id: str, with_vector: Fields) -> StoredPoint | None:
         assert self.journal is not None
         latest = self.journal.latest(point_id)
         if latest is None or latest[0] is None:
             return None
-        return StoredPoint(id=point_id, payload=latest[0], vector=latest[1] if with_vector else None)
+        return StoredPoint(id=point_id, payload=latest[0], vector=vectors_asked(latest[1], with_vector))
 
-    def _engine_retrieve(self, point_ids: list[str], with_vector: bool) -> list[StoredPoint]:
+    def _engine_retrieve(self, point_ids: list[str], with_vector: Fields) -> list[StoredPoint]:
         return [p for p in (self._point(pid, with_vector) for pid in point_ids) if p is not None]
 
     def _engine_query(self, search: Search) -> list[StoredPoint]:
@@ -155,7 +155,7 @@ class JournalView(BaseCollection):
             raise StoreDamagedError(f"collection {self.name!r} can only be exported while its engine is damaged")
         start = int(scroll.offset or 0)
         limit = scroll.limit
-        page = self._engine_retrieve(self._ids[start : start + limit], bool(scroll.with_vector))
+        page = self._engine_retrieve(self._ids[start : start + limit], scroll.with_vector)
         nxt = start + limit if start + limit < len(self._ids) else None
         return page, nxt
 
@@ -209,7 +209,7 @@ def rebuild_shard(
     shard = qe.EdgeShard.create(str(path), edge_config(spec, dim))
     coll = EdgeCollection(spec.name, shard, len(spec.vectors), path=path, gate=gate)
     try:
-        for index in spec.indexes:
+        for index in (i for i in spec.indexes if i.embedded):
             shard.update(create_index_operation(spec, index))
         changes = replay_into(coll, journal.entries(), progress)
         shard.optimize()

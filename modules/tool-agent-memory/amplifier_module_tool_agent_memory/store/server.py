@@ -54,6 +54,7 @@ from .query import (
     Bm25,
     Bound,
     Condition,
+    Fields,
     Filter,
     Fused,
     IsEmpty,
@@ -294,10 +295,10 @@ class ServerCollection(BaseCollection):
         with _server_errors(self.url):
             self.client.delete(self.server_name, points_selector=qm.PointIdsList(points=list(point_ids)), wait=True)
 
-    def _engine_retrieve(self, point_ids: list[str], with_vector: bool) -> list[StoredPoint]:
+    def _engine_retrieve(self, point_ids: list[str], with_vector: Fields) -> list[StoredPoint]:
         with _server_errors(self.url):
             records = self.client.retrieve(
-                self.server_name, ids=list(point_ids), with_payload=True, with_vectors=with_vector
+                self.server_name, ids=list(point_ids), with_payload=True, with_vectors=fields(with_vector)
             )
         # The server answers in any order; Edge in the order asked.
         rank = {str(pid): i for i, pid in enumerate(point_ids)}

@@ -42,6 +42,7 @@ from .contract import (
 from .edge import IdentityStore, acquire_store, release_store
 from .owner import OwnerServer, connect, read_owner
 from .purge import PurgePolicy
+from .query import Fields, fields
 from .registry import STORES
 from .space import allocated_bytes
 
@@ -694,13 +695,14 @@ class SharedCollection:
         """Delete every point the filter matches."""
         self._run("delete_by_filter", lambda: {"filter": query_wire.encode(flt)}, lambda c: c.delete_by_filter(flt))
 
-    def retrieve(self, point_ids: Sequence[str], with_vector: bool = False) -> list[StoredPoint]:
-        """The points of these ids that exist, in the order asked, with their payloads."""
+    def retrieve(self, point_ids: Sequence[str], with_vector: Fields = False) -> list[StoredPoint]:
+        """The points of these ids that exist, in the order asked, with their payloads (and vectors: all, or named)."""
         if not point_ids:
             return []
         ids = [str(pid) for pid in point_ids]
+        # An owner before named vectors reads a list as True (every vector): the asker still finds the one it named.
         found = self._run(
-            "retrieve", lambda: {"ids": ids, "with_vector": with_vector}, lambda c: c.retrieve(ids, with_vector)
+            "retrieve", lambda: {"ids": ids, "with_vector": fields(with_vector)}, lambda c: c.retrieve(ids, with_vector)
         )
         return _points(found)
 
