@@ -80,9 +80,12 @@ def test_fitting_drops_whole_lines_from_the_end() -> None:
     assert fit([briefing, recall], 10) == ""
 
 
-def test_the_query_embedding_reads_a_long_prompts_first_words_only() -> None:
+def test_the_query_embedding_reads_a_prompts_first_topic_words_only() -> None:
     question = "When did Caroline go to the LGBTQ support group?"
-    assert embedding_text(question, 16) == question  # a question is embedded whole
+    # function words out, the name and the acronym kept, in the prompt's order
+    assert embedding_text(question, 16) == "Caroline LGBTQ support group"
+    assert embedding_text("What did you tell me about Melanie's pottery class?", 16) == "Melanie pottery class"
     long_prompt = " ".join(f"w{i}" for i in range(60))
-    assert embedding_text(long_prompt, 16) == " ".join(f"w{i}" for i in range(16))
+    assert embedding_text(long_prompt, 6) == " ".join(f"w{i}" for i in range(6))
+    assert embedding_text("what is it that you did?", 6) == "what is it that you did?"  # nothing but function words
     assert embedding_text(long_prompt, 0) == long_prompt  # 0: the whole prompt

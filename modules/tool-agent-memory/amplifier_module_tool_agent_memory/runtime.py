@@ -230,22 +230,26 @@ class AgentMemory:
     def memory(self) -> MemoryService:
         """The long-term memory service."""
         from .memory.service import MEMORIES, MemoryService
+        from .store.claims import claims_folder
 
         def build() -> MemoryService:
+            store = self.store()
             svc = MemoryService(
-                self.store().collection(MEMORIES),
+                store.collection(MEMORIES),
                 self.embedder(),
                 self.config.memory,
                 thread=self.session_id,
                 clock=self.clock,
                 judge=self.judge(),
+                # The embedded store's claim files (memory/context_vectors.py); a server keeps a payload index.
+                claims=None if self.config.storage.backend == "server" else claims_folder(Path(store.path)),
             )
             svc.repair_soon()
             # Sharing the identity: what another process left waiting for its context vector (it died before
             # writing it) is repaired here when this process takes the store over, or, as owner, when it leaves.
-            on_takeover = getattr(self.store(), "on_takeover", None)
+            on_takeover = getattr(store, "on_takeover", None)
             if on_takeover is not None:
-                self._hooks.append(on_takeover(svc.repair_soon))
+                self._hooks.append(on_takeover(lambda: svc.repair_soon(takeover=True)))
             return svc
 
         svc: MemoryService = self.service("memory", build)

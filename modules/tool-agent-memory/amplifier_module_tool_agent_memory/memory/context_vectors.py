@@ -12,17 +12,27 @@ has the context window that was embedded; otherwise (forgotten, or its window re
 A service holds at most ``MAX_PENDING`` completions (a store beyond that waits for the oldest); closing it waits
 for them (bounded); a point still marked at the next open (a process killed in between) is repaired then, in the
 background.
+
+Finding those points at open: on the embedded store, each service that writes a marker first takes a claim file
+(store/claims.py), deleted at a close that left nothing in flight; at open and at a sharing takeover only a claim
+whose writer ended (its lock free) starts a scan for marked points. No index on the marker: Qdrant's vacuum
+rewrites every payload index of the segments it purges, and that one cost ~6% of every engine purge (issue 17).
+The server backend has no shared folder: it keeps the payload index and reads it at open. A store of sessions
+10-11 still carries that index on the embedded store: its owner's open repairs through it once, then drops it.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from pathlib import Path
 
 from ..embeddings.providers import Embedder, Vector
-from ..store.contract import Collection
+from ..store.claims import Claim, DeadClaim, dead_claims
+from ..store.contract import Collection, IndexDropping
 from ..store.query import Filter, IsEmpty, Scroll
 from .ranking import CTX, CTX_TEXT
 from .record import CTX_PENDING, MemoryFields
@@ -40,6 +50,9 @@ REPAIR_BATCH = 32
 MARKED = Filter(must_not=(IsEmpty(CTX_PENDING),))
 # How long closing a service waits for its completions (what is left keeps its marker: repaired at next open).
 CLOSE_WAIT_S = 30.0
+# At a sharing takeover, how long before the claim files still locked are looked at again: a process that dies
+# closes its files one after the other, and its socket's end can reach the owner before its claim's lock is free.
+RECHECK_S = 0.5
 # How long a ranked read (memory_search, recall) waits for the completions of this service's own stores: bounded,
 # so a slow machine answers with the placeholder rather than not at all.
 READ_WAIT_S = 2.0
@@ -62,16 +75,41 @@ def _writer() -> ThreadPoolExecutor:
 
 
 class ContextVectors:
-    """One service's context vectors still to write: the completions in flight, and the repair at open."""
+    """One service's context vectors still to write: the completions in flight, and the repair at open.
 
-    def __init__(self, coll: Collection, embedder: Embedder) -> None:
+    ``claims``: the identity's claim folder on the embedded store (store/claims.py); ``None`` on the server
+    backend, which finds marked points by their payload index.
+    """
+
+    def __init__(self, coll: Collection, embedder: Embedder, claims: Path | None = None) -> None:
         self.coll = coll
         self.embedder = embedder
+        self.claims = claims
+        self._claim = Claim(claims) if claims is not None else None
+        self._claim_lock = threading.Lock()
+        # A completion that failed leaves its marker: this service's claim then stays at close, for the next open.
+        self._failed = False
+        # Repairs (scans for marked points) this service started: what tells an open that found nothing to repair.
+        self.repairs = 0
         self._pending: deque[Future[None]] = deque()
         # The completions of this service's own stores (not the repair at open): what a ranked read waits for.
         self._following: deque[Future[None]] = deque()
         self._lock = threading.Lock()
         self._closing = threading.Event()
+
+    def claim(self) -> bool:
+        """Before a marked write: this service's claim file is held (taken durably the first time), so a process
+        killed before its completions leaves a file the next open finds; False when it cannot be made (the store's
+        folder is read-only or full): the caller then writes the real vector at once, with no marker."""
+        if self._claim is None or self._claim.held:
+            return True
+        with self._claim_lock:
+            try:
+                self._claim.take()
+            except OSError:
+                logger.warning("no claim file for pending context vectors; writing them with the memory", exc_info=True)
+                return False
+        return True
 
     def room(self) -> None:
         """Wait until fewer than ``MAX_PENDING`` completions are in flight (the oldest first)."""
@@ -97,7 +135,8 @@ class ContextVectors:
             try:
                 self.complete(memory_id, ctx, ended.result()[0])
             except Exception:
-                # The marker stays: the next open computes the vector again.
+                # The marker stays: the next open computes the vector again (the claim is kept for it).
+                self._failed = True
                 logger.warning("context vector not written", extra={"memory_id": memory_id}, exc_info=True)
             finally:
                 done.set_result(None)
@@ -150,33 +189,93 @@ class ContextVectors:
         return len(left)
 
     def close(self, timeout: float = CLOSE_WAIT_S) -> int:
-        """Stop the repair and wait (bounded) for the completions in flight; the number left (still marked)."""
+        """Stop the repair and wait (bounded) for the completions in flight; the number left (still marked).
+
+        The claim file goes when nothing is left and none failed; otherwise it stays, unlocked, and the next open
+        repairs what was abandoned."""
         self._closing.set()
         left = self.settle(timeout)
         if left:
             logger.warning("closed with context vectors unwritten; the next open writes them", extra={"count": left})
+        if self._claim is not None:
+            with self._claim_lock:
+                self._claim.release(finished=not left and not self._failed)
         return left
 
     def marked(self) -> bool:
-        """Some memory of the store still waits for its context vector (one indexed read)."""
+        """Some memory of the store still waits for its context vector (an indexed read on the server backend; a
+        scan of the embedded store, which asks its claim files instead: ``repair_soon``)."""
         found, _ = self.coll.scroll(Scroll(limit=1, filter=MARKED, with_payload=False))
         return bool(found)
 
-    def repair_soon(self) -> None:
-        """If memories are still marked (a process ended before their completion), repair them in the background."""
-        if not self.marked():
+    def _legacy_index(self) -> IndexDropping | None:
+        """The embedded collection, when it still carries the marker's index of sessions 10-11 (opened by its
+        owner: a sharing client leaves it to the owner's own open)."""
+        if self.claims is None or not isinstance(self.coll, IndexDropping):
+            return None
+        return self.coll if self.coll.payload_indexed(CTX_PENDING) else None
+
+    def repair_soon(self, takeover: bool = False) -> None:
+        """If a process ended before its completions, repair what it left marked, in the background.
+
+        Server backend: one indexed read says whether anything is marked. Embedded store: the claim files of ended
+        writers say so (none: no read at all), or the index a store of sessions 10-11 still carries (used once,
+        then dropped). ``takeover``: another process of the store just ended; the claims still locked are looked at
+        again after ``RECHECK_S``, once, in case its claim's lock was not free yet.
+        """
+        if self.claims is None:
+            if self.marked():
+                self._repair_in_background([], None)
             return
+        legacy = self._legacy_index()
+        dead = dead_claims(self.claims)
+        if dead or legacy is not None:
+            self._repair_in_background(dead, legacy)
+        elif takeover and self._others_live():
+            threading.Thread(target=self._recheck, name="agent-memory-ctx-recheck", daemon=True).start()
+
+    def _others_live(self) -> bool:
+        """Some claim file in the folder is not this service's own (so another writer holds it)."""
+        try:
+            return any(p != self._claim_path() for p in self.claims.iterdir()) if self.claims else False
+        except OSError:
+            return False
+
+    def _claim_path(self) -> Path | None:
+        return self._claim.path if self._claim is not None else None
+
+    def _recheck(self) -> None:
+        time.sleep(RECHECK_S)
+        if not self._closing.is_set() and self.claims is not None:
+            dead = dead_claims(self.claims)
+            if dead:
+                self._repair_in_background(dead, None)
+
+    def _repair_in_background(self, dead: list[DeadClaim], legacy: IndexDropping | None) -> None:
+        """Repair on a thread; once it finished, the dead claims' files go and the legacy index is dropped (a
+        repair stopped by the close keeps both, so the next open repairs again: nothing is lost)."""
+        self.repairs += 1
         done: Future[None] = Future()
         with self._lock:
             self._pending.append(done)
 
         def run() -> None:
+            finished = False
             try:
                 repaired = self.repair()
-                logger.info("context vectors repaired", extra={"count": repaired})
+                finished = not self._closing.is_set()
+                logger.info("context vectors repaired", extra={"count": repaired, "claims": len(dead)})
+                if finished and legacy is not None:
+                    legacy.drop_payload_index(CTX_PENDING)
             except Exception:
+                finished = False
                 logger.warning("context vector repair stopped; the next open goes on", exc_info=True)
             finally:
+                for claim in dead:
+                    if finished:
+                        claim.settle()
+                    else:
+                        claim.keep()
                 done.set_result(None)
 
         threading.Thread(target=run, name="agent-memory-ctx-repair", daemon=True).start()

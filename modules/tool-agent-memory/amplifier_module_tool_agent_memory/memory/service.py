@@ -49,6 +49,8 @@ from .restated import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
 
 MEMORIES = CollectionSpec(
@@ -63,8 +65,10 @@ MEMORIES = CollectionSpec(
         IndexSpec("content_hash", "keyword"),
         IndexSpec("thread", "keyword"),
         IndexSpec("seq", "integer"),
-        # The memories still waiting for their context vector, found at open without a scan.
-        IndexSpec(CTX_PENDING, "bool"),
+        # The memories still waiting for their context vector, found at open without a scan: on the server
+        # backend only. The embedded store knows from its claim files whether anything can be marked
+        # (memory/context_vectors.py): this index cost ~6% of every engine purge there.
+        IndexSpec(CTX_PENDING, "bool", server_only=True),
     ),
     vectors=MEMORY_VECTORS,
     layout=COMPACT_LAYOUT,
@@ -217,7 +221,11 @@ class MemoryService:
         clock: Callable[[], datetime] = utc_now,
         params: RetrievalParams | None = None,
         judge: Judge | None = None,
+        claims: Path | None = None,
     ) -> None:
+        """``claims``: the identity's claim folder on the embedded store (store/claims.py), where this service
+        says it may leave memories waiting for their context vector; ``None`` on the server backend (and for
+        services that write no marker)."""
         self.coll = coll
         self.judge = judge
         self.embedder = embedder
@@ -235,12 +243,18 @@ class MemoryService:
         # unindexed memories has their build scheduled without waiting INDEX_CHECK_EVERY writes.
         self._writes_since_check = INDEX_CHECK_EVERY - 1
         # Context vectors written after the answer (memory/context_vectors.py).
-        self._ctx = ContextVectors(coll, embedder)
+        self._ctx = ContextVectors(coll, embedder, claims)
 
-    def repair_soon(self) -> None:
-        """At open: memories still waiting for their context vector (a process ended before writing it) get it, in
-        the background (one indexed read here when there are none)."""
-        self._ctx.repair_soon()
+    def repair_soon(self, takeover: bool = False) -> None:
+        """At open (and at a sharing takeover: ``takeover``): memories still waiting for their context vector (a
+        process ended before writing it) get it, in the background. Nothing is read when no claim says a writer
+        ended (embedded store); one indexed read on the server backend."""
+        self._ctx.repair_soon(takeover)
+
+    @property
+    def repairs_started(self) -> int:
+        """How many repairs (scans for memories waiting for their context vector) this service started."""
+        return self._ctx.repairs
 
     def caught_up(self) -> None:
         """Before a ranked read: wait (bounded) for the context vectors of this service's own stores, so a memory
@@ -459,8 +473,11 @@ class MemoryService:
             return StoreOutcome(existing, created=False, duplicate=True, redacted=report or None)
         # Judged outside the store lock; what it points at is checked again under the lock.
         judgement = Judgement() if inp.supersedes is not None else self._judge(content, dense, inp.kind, nearest)
-        pending = embeds_ctx
-        vectors = {DENSE: dense, CTX: dense}
+        # A marker is written only under this service's claim (taken durably the first time): without one (the
+        # folder cannot be written) the context vector is computed now and written with the memory.
+        pending = embeds_ctx and self._ctx.claim()
+        ctx_vector = dense if pending or not embeds_ctx else self.embedder.embed_documents([ctx])[0]
+        vectors = {DENSE: dense, CTX: ctx_vector}
         if judgement.merge_into is None and judgement.supersede is None and inp.supersedes is None:
             # Nothing to merge into or link: the exact-duplicate check and the write are one call under the
             # collection lock (one request for a process sharing the store: the lock never waits on a round trip).

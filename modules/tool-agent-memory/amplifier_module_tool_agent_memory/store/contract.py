@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from .journal import Change, Journal
 from .query import DENSE as DENSE
@@ -54,11 +54,21 @@ class IndexSpec:
     builds extra graph links for every value (every frequent word of a text field, every range
     block of a number) that covers enough points, so an index build of 100k memories spent
     minutes on fields that only ever filter scrolls and counts.
+
+    ``server_only``: kept by the server backend only. The embedded store answers the same question another way
+    (the context vectors' marker: :mod:`.claims`), and an index it does not need costs every engine purge, which
+    rewrites each payload index of the segments it vacuums.
     """
 
     field: str
     kind: IndexKind
     hnsw: bool = False
+    server_only: bool = False
+
+    @property
+    def embedded(self) -> bool:
+        """Whether the embedded store (Qdrant Edge) builds this index."""
+        return not self.server_only
 
 
 @dataclass(frozen=True)
@@ -149,6 +159,16 @@ def _differs(held: Any, expected: Value) -> bool:
     """Whether a payload value is not ``expected``: a missing key, another value, or the same value of another type
     (JSON and Python take ``True == 1``; a marker written ``True`` must not match a count of 1)."""
     return held is _MISSING or type(held) is not type(expected) or held != expected
+
+
+@runtime_checkable
+class IndexDropping(Protocol):
+    """A collection that can tell whether it holds a payload index and drop it: an embedded store opened by its
+    owner, which drops an index a newer spec no longer builds there (once what it was for is done)."""
+
+    def payload_indexed(self, field: str) -> bool: ...
+
+    def drop_payload_index(self, field: str) -> None: ...
 
 
 class Collection(Protocol):

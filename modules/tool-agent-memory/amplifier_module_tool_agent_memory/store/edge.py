@@ -121,8 +121,10 @@ def _open_collection(store: IdentityStore, spec: CollectionSpec) -> EdgeCollecti
             if coll.count() > journal.live_count:
                 journal_from_engine(coll, journal)
             existing = shard.info().payload_schema
+            # An index the spec keeps for the server only is not built; one an older version built stays until
+            # its owner drops it (memory/context_vectors.py: used once to repair, then dropped).
             for index in spec.indexes:
-                if index.field not in existing:
+                if index.embedded and index.field not in existing:
                     shard.update(create_index_operation(spec, index))
         engine = coll.count()
         if engine < journal.live_count:

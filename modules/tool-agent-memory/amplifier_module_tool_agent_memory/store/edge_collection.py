@@ -203,6 +203,20 @@ class EdgeCollection(BaseCollection):
         with self._shard_gate:
             return super()._read(call)
 
+    def payload_indexed(self, field: str) -> bool:
+        """Whether the shard holds a payload index on ``field``."""
+        with self._shard_gate:
+            return field in self.shard.info().payload_schema
+
+    def drop_payload_index(self, field: str) -> None:
+        """Drop the payload index on ``field`` (a no-op when there is none) and flush it."""
+        import qdrant_edge as qe
+
+        with self.lock:
+            if self.payload_indexed(field):
+                self.shard.update(qe.UpdateOperation.delete_field_index(field))
+                self.persist()
+
     def optimize(self) -> None:
         """Index every unindexed vector now (blocking: Edge runs no optimizer in the background)."""
         with self.lock:

@@ -190,7 +190,8 @@ def _frames(data: bytes) -> Iterator[tuple[int, memoryview | None, int]]:
         pos = stop
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
+    """fsync a folder, so a file created or renamed in it survives a power loss (a no-op on Windows)."""
     if DIRECTORY is None:
         return  # Windows cannot open a folder to fsync it; its renames are not made durable this way
     try:
@@ -554,7 +555,7 @@ class Journal:
         self._close_fd()
         self._segments.append(self._segments[-1] + 1)
         self._open_active()
-        _fsync_dir(self.folder)
+        fsync_dir(self.folder)
 
     def _close_fd(self) -> None:
         if self._fd >= 0:
@@ -707,7 +708,7 @@ class Journal:
         finally:
             os.close(fd)
         os.replace(tmp, path)
-        _fsync_dir(self.folder)
+        fsync_dir(self.folder)
         # Offsets in this segment moved: point the live ids at their new places.
         for pid in seen:
             locs = self._locs.get(pid)

@@ -209,7 +209,7 @@ def rebuild_shard(
     shard = qe.EdgeShard.create(str(path), edge_config(spec, dim))
     coll = EdgeCollection(spec.name, shard, len(spec.vectors), path=path, gate=gate)
     try:
-        for index in spec.indexes:
+        for index in (i for i in spec.indexes if i.embedded):
             shard.update(create_index_operation(spec, index))
         changes = replay_into(coll, journal.entries(), progress)
         shard.optimize()
