@@ -244,8 +244,8 @@ class Recaller:
         (coverage, cosine), and the prompt's number of content words.
 
         One fused query ranks as memory_search does, reading of its 50 candidates only the fields the ranking
-        needs; one read of the best 10 then brings their whole (checksummed) payloads and their vectors, for the
-        cosines. Reading and checking the 50 whole payloads cost more than the query itself.
+        needs; one read of the best 10 then brings their whole (checksummed) payloads and their dense vectors, for
+        the cosines. Reading and checking the 50 whole payloads cost more than the query itself.
         """
         words = content_words(prompt)
         if not words:
