@@ -8,6 +8,7 @@ from amplifier_module_tool_agent_memory.amplifier.recall_hooks import fit
 from amplifier_module_tool_agent_memory.config import RecallGateConfig
 from amplifier_module_tool_agent_memory.memory.recall import (
     Signals,
+    _stems,
     content_words,
     coverage,
     embedding_text,
@@ -25,6 +26,22 @@ def test_names_and_function_words_are_not_content_words() -> None:
     assert content_words("Jon asked: when did Jon start painting?") == ["start", "paint"]
     assert content_words("What did Caroline and Melanie do?") == []
     assert content_words("Why does the CI fail in BillingService?") == ["ci", "fail", "billingservic"]
+
+
+def test_every_sentence_end_starts_a_sentence_and_only_a_capital_then_lower_case_is_a_name() -> None:
+    # ; and a new line end a sentence too: a capitalised word after them is a name only if written so elsewhere
+    assert content_words("Painting; Painting is fun\nGardening too") == ["paint", "fun", "garden"]
+    assert content_words("Tell me: Cooking matters. Cooking, baking!") == ["cook", "matter", "bake"]
+    # "Ab1" is written as a name; "A1" (nothing lower case after the capital) and "ABc" are terms
+    assert content_words("A1 b2 Ab1 Ab ABc 42 x") == ["a1", "b2", "abc", "42"]
+
+
+def test_a_memorys_stems_are_cached_by_its_text_and_cannot_be_changed() -> None:
+    text = "Melanie: I signed up for a pottery class yesterday!"
+    first = _stems(text)
+    assert _stems(text) is first and {"sign", "potteri", "class"} <= first
+    assert isinstance(first, frozenset)  # shared by every recall that reads this text: nobody may add to it
+    assert "class" not in _stems(text.replace("class", "course"))  # an edited memory is stemmed anew
 
 
 def test_coverage_counts_content_words_by_stem() -> None:
@@ -80,9 +97,12 @@ def test_fitting_drops_whole_lines_from_the_end() -> None:
     assert fit([briefing, recall], 10) == ""
 
 
-def test_the_query_embedding_reads_a_long_prompts_first_words_only() -> None:
+def test_the_query_embedding_reads_a_prompts_first_topic_words_only() -> None:
     question = "When did Caroline go to the LGBTQ support group?"
-    assert embedding_text(question, 16) == question  # a question is embedded whole
+    # function words out, the name and the acronym kept, in the prompt's order
+    assert embedding_text(question, 16) == "Caroline LGBTQ support group"
+    assert embedding_text("What did you tell me about Melanie's pottery class?", 16) == "Melanie pottery class"
     long_prompt = " ".join(f"w{i}" for i in range(60))
-    assert embedding_text(long_prompt, 16) == " ".join(f"w{i}" for i in range(16))
+    assert embedding_text(long_prompt, 6) == " ".join(f"w{i}" for i in range(6))
+    assert embedding_text("what is it that you did?", 6) == "what is it that you did?"  # nothing but function words
     assert embedding_text(long_prompt, 0) == long_prompt  # 0: the whole prompt

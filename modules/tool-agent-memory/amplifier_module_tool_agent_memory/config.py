@@ -203,9 +203,10 @@ class RecallConfig(_Strict):
         "briefing, recall and briefing, or nothing.",
     )
     query_words: int = Field(
-        16, ge=0, le=10_000,
-        description="Most words of the prompt (its first ones) recall's query embedding reads, so a long prompt "
-        "costs what a question does; keyword search and the gate read the whole prompt. 0: the whole prompt.",
+        6, ge=0, le=10_000,
+        description="Most topic words of the prompt (its first ones, function and framing words left out, names "
+        "kept) recall's query embedding reads, so its run is short and a long prompt costs what a question does; "
+        "keyword search and the gate read the whole prompt. 0: the whole prompt as written.",
     )
     gate: RecallGateConfig = RecallGateConfig()
 
