@@ -147,15 +147,20 @@ def _serve(size: int, seed: int) -> None:
             print(json.dumps({"time": _purge_one(coll, ids, rng)}), flush=True)
 
 
+def archived_package(rev: str, into: Path) -> Path:
+    """``rev``'s package, extracted by ``git archive`` under ``into``: the folder to put on ``PYTHONPATH``."""
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev, str(PACKAGE_DIR)],
+                             capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into / PACKAGE_DIR
+
+
 def _against_bases(sizes: list[int], rounds: int, bases: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         variants = [("head", REPO / PACKAGE_DIR)]
         for i, base in enumerate(bases):
-            archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", base, str(PACKAGE_DIR)],
-                                     capture_output=True, check=True).stdout
-            with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-                tar.extractall(Path(tmp) / str(i), filter="data")
-            variants.append((f"base {base}", Path(tmp) / str(i) / PACKAGE_DIR))
+            variants.append((f"base {base}", archived_package(base, Path(tmp) / str(i))))
         rows = []
         for size in sizes:
             workers = []
@@ -177,10 +182,11 @@ def _against_bases(sizes: list[int], rounds: int, bases: list[str]) -> None:
                 paired = sorted(t / b for t, b in zip(worker.times, workers[1].times, strict=True))
                 rows.append([f"{size:,}", worker.name, f"{worker.build:.1f} s", f"{median:.2f} s",
                              f"{min(worker.times):.2f}-{max(worker.times):.2f} s", f"{median / reference:.2f}",
-                             f"{statistics.median(paired):.2f} ({paired[0]:.2f}-{paired[-1]:.2f})"])
+                             f"{statistics.median(paired):.3f} / {statistics.mean(paired):.3f} "
+                             f"({paired[0]:.2f}-{paired[-1]:.2f})"])
     print(f"one run, {rounds} purges per variant, the variants taking turns each round; ratio to {variants[1][0]}")
     print_table(["points", "variant", "index build", "purge median", "purge range", "median / first base",
-                 "per-round ratio: median (range)"], rows)
+                 "per-round ratio: median / mean (range)"], rows)
 
 
 def main() -> None:

@@ -486,10 +486,13 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
              if old_control else ""))
     # The store stays open in the process between the sessions (as it is during one session): a session's
     # first request then pays the briefing and the recall, not the store's opening.
-    from amplifier_module_tool_agent_memory.config import parse_config
+    from amplifier_module_tool_agent_memory.config import RecallConfig, parse_config
     from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
+    from amplifier_module_tool_agent_memory.memory.recall import embedding_text
     from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
+    # The tree's own default (a --base run imports the other revision's package, so its own bound).
+    recall_words = RecallConfig().query_words if query_words is None else query_words
     storage = {} if search_threads is None else {"storage": {"search_threads": search_threads}}
     holder = AgentMemory(parse_config({"storage_root": str(root), "embeddings": {"query_cache_size": 0}, **storage}),
                          ResolvedIdentity(ident, "config"))
@@ -542,9 +545,9 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
             await search.execute({"query": prompt})
             searches.append((time.perf_counter() - started) * 1000)
             await session.close()
-            # The floor: the local model's query embedding of the prompt alone, what recall's work starts with.
+            # The floor: the local model's query embedding of what recall embeds of the prompt, alone.
             started = time.perf_counter()
-            holder.embedder().embed_query(prompt)
+            holder.embedder().embed_query(embedding_text(prompt, recall_words))
             embeds.append((time.perf_counter() - started) * 1000)
             # The control: recall off, the same prompt as the first turn of a new session asked as long after it is
             # ready, so the two differ only in recall.enabled (a new session's first turn pays first-use work of
@@ -592,7 +595,7 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
           "span minus the off median (all threads; robust to the load); wait: what recall's handler waited; "
           "work: the recall's own time in its worker; brief: the briefing's, in its worker (at session ready; "
           "0 when it was given on no request); "
-          "embed: the query embedding of the prompt alone (the floor); "
+          "embed: recall's query embedding of the prompt (recall.query_words of it) alone (the floor); "
           "off: prompt:submit to the first request with recall off, the first turn of a new session like recall "
           "on's (the control; the *-old columns: against one recall-off session for all prompts, the control until "
           "session 9); search: memory_search through the tool for the "
@@ -837,7 +840,7 @@ def side_by_side(args: argparse.Namespace) -> int:
         print(f"{bucket:<12}" + "".join(cells))
     print("(added: the target's figure; cpu+: the process's CPU over the same span, all threads; work: the recall's "
           "own time in its worker; wait: what the request's handler waited; search: memory_search for the same "
-          "prompt; embed: the query embedding alone)")
+          "prompt; embed: recall's query embedding (of recall.query_words of the prompt) alone)")
     return 0
 
 

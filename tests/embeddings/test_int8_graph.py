@@ -16,7 +16,7 @@ from tokenizers import Tokenizer
 
 from amplifier_module_tool_agent_memory.config import EmbeddingConfig
 from amplifier_module_tool_agent_memory.embeddings import int8_graph
-from amplifier_module_tool_agent_memory.embeddings.int8_graph import int8_model_file, rewrite_model_bytes
+from amplifier_module_tool_agent_memory.embeddings.int8_graph import int8_model_file, rewrite, rewrite_model_bytes
 from amplifier_module_tool_agent_memory.embeddings.providers import (
     LOCAL_SHA256,
     CachedEmbedder,
@@ -38,19 +38,27 @@ def rewritten() -> onnx.ModelProto:
     return onnx.load_from_string(rewrite_model_bytes(local_model_file()))
 
 
-def _fp32_graph_vectors(texts: list[str]) -> np.ndarray:
-    """The shipped file run as it is: onnxruntime folds its int8 weights to fp32."""
-    session = ort.InferenceSession(str(local_model_file()), providers=["CPUExecutionProvider"])
+def _hidden_states(session: ort.InferenceSession, texts: list[str]) -> list[np.ndarray]:
+    """Each text's last hidden state, one text per run (no padding), as the local provider runs them."""
     tokenizer = Tokenizer.from_file(str(TOKENIZER))
     tokenizer.no_padding()
     out = []
     for text in texts:
         ids = np.array([tokenizer.encode(text).ids], dtype=np.int64)
         feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-        hidden = session.run(None, feed)[0]
-        vec = hidden[0].mean(axis=0)
-        out.append(vec / np.linalg.norm(vec))
-    return np.array(out)
+        out.append(session.run(None, feed)[0])
+    return out
+
+
+def _session(model: onnx.ModelProto) -> ort.InferenceSession:
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+def _fp32_graph_vectors(texts: list[str]) -> np.ndarray:
+    """The shipped file run as it is: onnxruntime folds its int8 weights to fp32."""
+    session = ort.InferenceSession(str(local_model_file()), providers=["CPUExecutionProvider"])
+    means = [hidden[0].mean(axis=0) for hidden in _hidden_states(session, texts)]
+    return np.array([vec / np.linalg.norm(vec) for vec in means])
 
 
 def test_every_matmul_weight_runs_through_an_int8_kernel(rewritten: onnx.ModelProto) -> None:
@@ -82,6 +90,18 @@ def test_no_weight_is_dequantised_as_a_constant(rewritten: onnx.ModelProto) -> N
 def test_the_embedding_tables_are_gathered_as_int8(rewritten: onnx.ModelProto) -> None:
     gathered = {n.input[0] for n in rewritten.graph.node if n.op_type == "Gather"}
     assert {"inner.embeddings.word_embeddings.weight_q", "inner.embeddings.position_embeddings.weight_q"} <= gathered
+
+
+def test_simplifying_the_attention_changes_no_value(rewritten: onnx.ModelProto) -> None:
+    plain = onnx.load(str(local_model_file()))
+    rewrite(plain)  # the int8 rewrite alone, as GRAPH_VERSION 2 shipped it
+    plain.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    assert len(rewritten.graph.node) <= len(plain.graph.node) - 60
+    assert "IsNaN" not in {n.op_type for n in rewritten.graph.node}
+    texts = [*TEXTS, "word " * 300]  # the last one cut at the tokenizer file's 128 tokens
+    pairs = zip(_hidden_states(_session(rewritten), texts), _hidden_states(_session(plain), texts), strict=True)
+    for ours, before in pairs:
+        assert np.array_equal(ours, before)
 
 
 def test_local_vectors_agree_with_the_fp32_graph(embedder: CachedEmbedder) -> None:

@@ -18,6 +18,11 @@ R@10 0.746 -> 0.745 (0.740 with 8-bit weights). Activations are quantised per te
 text's vector would depend on the texts padded into the same batch: the local provider embeds
 one text per run.
 
+Then two rewrites that keep every value bit for bit (:func:`simplify_attention`) drop 66 of the
+graph's 315 nodes: a short query's run is mostly the per-node cost of the small ones (session 12,
+one thread, alternating: 200 questions' topic words 3.68 -> 3.47 ms CPU p50, 100 LoCoMo turns 8.16
+-> 7.65; identical vectors).
+
 The rewritten file is cached (its name carries the source's sha256 and :data:`GRAPH_VERSION`)
 with the sha256 of its bytes beside it, both written atomically: concurrent first loads never
 see half a file, and a damaged cached graph is rebuilt instead of failing every embedding.
@@ -34,7 +39,7 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-GRAPH_VERSION = 2
+GRAPH_VERSION = 3
 CACHE_ENV = "AGENT_MEMORY_CACHE_DIR"
 _INT8 = 3  # onnx TensorProto.INT8
 
@@ -106,6 +111,7 @@ def rewrite_model_bytes(source: Path) -> bytes:
     rewritten = rewrite(model)
     if not rewritten:
         raise ValueError(f"{source} has no int8 weights dequantised by Cast + Mul: not the expected model")
+    simplify_attention(model)
     if not any(op.domain == "com.microsoft" for op in model.opset_import):
         model.opset_import.append(onnx.helper.make_opsetid("com.microsoft", 1))
     onnx.checker.check_model(model)
@@ -191,3 +197,80 @@ def rewrite(model: Any) -> int:
 
 def _only(nodes: list[Any], op_type: str) -> Any:
     return nodes[0] if len(nodes) == 1 and nodes[0].op_type == op_type else None
+
+
+def simplify_attention(model: Any) -> int:
+    """Drop nodes of the exported attention that change no value; returns how many were dropped.
+
+    - The key's transpose for ``Q x K^T`` is exported as Transpose(0,2,1,3), Reshape to 3-D, Transpose(0,2,1),
+      Reshape back to 4-D (plus the Shape / Slice / Concat nodes computing those shapes): one Transpose(0,2,3,1)
+      of the first one's input moves the same numbers to the same places.
+    - ``IsNaN`` + ``Where`` after each Softmax zero NaN probabilities, and there are none: the padding mask adds
+      a finite -3.4e38, so even a fully masked row is a finite softmax.
+
+    Only data movement and a no-op select go, so the vectors stay identical (tests/embeddings checks it); the
+    source file is pinned by its sha256, so these patterns are matched against that one export.
+    """
+    from onnx import helper
+
+    graph = model.graph
+    before = len(graph.node)
+    producers = {out: node for node in graph.node for out in node.output}
+    consumers: dict[str, list[Any]] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+
+    def only(name: str, op_type: str) -> Any:
+        return _only(consumers.get(name, []), op_type)
+
+    dropped: set[int] = set()
+    inserted: dict[int, Any] = {}
+    renamed: dict[str, str] = {}
+    for node in graph.node:
+        if node.op_type == "IsNaN" and getattr(producers.get(node.input[0]), "op_type", "") == "Softmax":
+            where = only(node.output[0], "Where")
+            if where is not None and where.input[2] == node.input[0]:
+                renamed[where.output[0]] = node.input[0]
+                dropped |= {id(node), id(where)}
+        elif node.op_type == "Transpose" and _perm(node) == [0, 2, 1, 3]:
+            # The key's Transpose also feeds the Shape its reshapes read; its one Reshape starts the chain.
+            to_3d = _only([user for user in consumers.get(node.output[0], []) if user.op_type == "Reshape"], "Reshape")
+            swap = only(to_3d.output[0], "Transpose") if to_3d is not None else None
+            to_4d = only(swap.output[0], "Reshape") if swap is not None and _perm(swap) == [0, 2, 1] else None
+            if to_4d is not None:
+                transpose = helper.make_node("Transpose", [node.input[0]], [to_4d.output[0]], perm=[0, 2, 3, 1])
+                inserted[id(to_4d)] = transpose
+                dropped.add(id(to_4d))
+    nodes: list[Any] = []
+    for node in graph.node:
+        if id(node) in inserted:
+            nodes.append(inserted[id(node)])
+        if id(node) not in dropped:
+            nodes.append(node)
+    for node in nodes:
+        for index, name in enumerate(node.input):
+            if name in renamed:
+                node.input[index] = renamed[name]
+    del graph.node[:]
+    graph.node.extend(_live(nodes, {out.name for out in graph.output}))
+    used = {name for node in graph.node for name in node.input}
+    kept = [init for init in graph.initializer if init.name in used]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    return before - len(graph.node)
+
+
+def _perm(node: Any) -> list[int]:
+    return next((list(a.ints) for a in node.attribute if a.name == "perm"), [])
+
+
+def _live(nodes: list[Any], outputs: set[str]) -> list[Any]:
+    """``nodes`` (in order) that some graph output depends on: the replaced chains' shape arithmetic goes."""
+    needed = set(outputs)
+    live: list[Any] = []
+    for node in reversed(nodes):
+        if any(out in needed for out in node.output):
+            live.append(node)
+            needed.update(node.input)
+    return live[::-1]
