@@ -38,19 +38,27 @@ def rewritten() -> onnx.ModelProto:
     return onnx.load_from_string(rewrite_model_bytes(local_model_file()))
 
 
-def _fp32_graph_vectors(texts: list[str]) -> np.ndarray:
-    """The shipped file run as it is: onnxruntime folds its int8 weights to fp32."""
-    session = ort.InferenceSession(str(local_model_file()), providers=["CPUExecutionProvider"])
+def _hidden_states(session: ort.InferenceSession, texts: list[str]) -> list[np.ndarray]:
+    """Each text's last hidden state, one text per run (no padding), as the local provider runs them."""
     tokenizer = Tokenizer.from_file(str(TOKENIZER))
     tokenizer.no_padding()
     out = []
     for text in texts:
         ids = np.array([tokenizer.encode(text).ids], dtype=np.int64)
         feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-        hidden = session.run(None, feed)[0]
-        vec = hidden[0].mean(axis=0)
-        out.append(vec / np.linalg.norm(vec))
-    return np.array(out)
+        out.append(session.run(None, feed)[0])
+    return out
+
+
+def _session(model: onnx.ModelProto) -> ort.InferenceSession:
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+def _fp32_graph_vectors(texts: list[str]) -> np.ndarray:
+    """The shipped file run as it is: onnxruntime folds its int8 weights to fp32."""
+    session = ort.InferenceSession(str(local_model_file()), providers=["CPUExecutionProvider"])
+    means = [hidden[0].mean(axis=0) for hidden in _hidden_states(session, texts)]
+    return np.array([vec / np.linalg.norm(vec) for vec in means])
 
 
 def test_every_matmul_weight_runs_through_an_int8_kernel(rewritten: onnx.ModelProto) -> None:
@@ -84,18 +92,6 @@ def test_the_embedding_tables_are_gathered_as_int8(rewritten: onnx.ModelProto) -
     assert {"inner.embeddings.word_embeddings.weight_q", "inner.embeddings.position_embeddings.weight_q"} <= gathered
 
 
-def _hidden_states(model: onnx.ModelProto, texts: list[str]) -> list[np.ndarray]:
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    tokenizer = Tokenizer.from_file(str(TOKENIZER))
-    tokenizer.no_padding()
-    out = []
-    for text in texts:
-        ids = np.array([tokenizer.encode(text).ids], dtype=np.int64)
-        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-        out.append(session.run(None, feed)[0])
-    return out
-
-
 def test_simplifying_the_attention_changes_no_value(rewritten: onnx.ModelProto) -> None:
     plain = onnx.load(str(local_model_file()))
     rewrite(plain)  # the int8 rewrite alone, as GRAPH_VERSION 2 shipped it
@@ -103,7 +99,8 @@ def test_simplifying_the_attention_changes_no_value(rewritten: onnx.ModelProto) 
     assert len(rewritten.graph.node) <= len(plain.graph.node) - 60
     assert "IsNaN" not in {n.op_type for n in rewritten.graph.node}
     texts = [*TEXTS, "word " * 300]  # the last one cut at the tokenizer file's 128 tokens
-    for ours, before in zip(_hidden_states(rewritten, texts), _hidden_states(plain, texts), strict=True):
+    pairs = zip(_hidden_states(_session(rewritten), texts), _hidden_states(_session(plain), texts), strict=True)
+    for ours, before in pairs:
         assert np.array_equal(ours, before)
 
 
