@@ -805,6 +805,8 @@ def side_by_side(args: argparse.Namespace) -> int:
         trees = {f"switch={n}ms": (None, ["--switch-ms", n]) for n in args.vs_switch_ms.split(",")}
     elif args.vs_embed_threads:
         trees = {f"embed={n}": (None, ["--embed-threads", n]) for n in args.vs_embed_threads.split(",")}
+    elif args.vs_start_at:
+        trees = {f"start={n}": (None, ["--start-at", n]) for n in args.vs_start_at.split(",")}
     else:
         from speed import base_env, extract_base
 
@@ -958,10 +960,18 @@ def main() -> int:
     parser.add_argument("--switch-ms", type=float,
                         help="latency: the interpreter's switch interval in ms (sys.setswitchinterval; Python's is 5)")
     parser.add_argument("--vs-switch-ms", help="latency: switch intervals in ms, e.g. 5,1, side by side in one run")
+    parser.add_argument("--start-at", choices=("prompt", "request"),
+                        help="latency: where the turn's recall starts (recall_hooks' private knob): at prompt:submit "
+                        "(the default) or at the first provider:request")
+    parser.add_argument("--vs-start-at", help="latency: both starts, e.g. prompt,request, side by side in one run")
     args = parser.parse_args()
     if args.no_embed_spin:
         no_spinning()
-    if args.base or args.vs_search_threads or args.vs_embed_threads or args.vs_switch_ms:
+    if args.start_at:
+        from amplifier_module_tool_agent_memory.amplifier import recall_hooks
+
+        recall_hooks._RECALL_STARTS_AT = args.start_at
+    if args.base or args.vs_search_threads or args.vs_embed_threads or args.vs_switch_ms or args.vs_start_at:
         if not DATA.exists():
             print(f"SKIP: LoCoMo data not found at {DATA} (it lives in ../shared/data, outside the repository)")
             return 0

@@ -96,7 +96,13 @@ async def test_a_superseded_preference_is_left_out_of_the_briefing(start_stack: 
     assert older not in event["briefing_ids"]
 
 
-async def test_the_block_is_on_every_request_of_the_turn(start_stack: StackFactory) -> None:
+@pytest.mark.parametrize("starts_at", ["prompt", "request"])
+async def test_the_block_is_on_every_request_of_the_turn(
+    start_stack: StackFactory, monkeypatch: pytest.MonkeyPatch, starts_at: str
+) -> None:
+    # "request": the benchmark's variant (recall started by the turn's first provider:request) must give the same
+    # requests, or its latency figures would compare unlike things.
+    monkeypatch.setattr(recall_hooks, "_RECALL_STARTS_AT", starts_at)
     stack = await start_stack(config={"recall": {"briefing_tokens": 0}})
     memory_id = await _store(stack, DENTIST)
     await stack.turn(

@@ -53,6 +53,10 @@ TURN_END = "orchestrator:complete"
 EMIT_DELAY_S = 0.02
 # Before the session's other context hooks run their own work (lower runs first), after policy hooks.
 PRIORITY = 20
+# Where the turn's recall starts: "prompt" (at prompt:submit, overlapping the orchestrator's work before the
+# first request) or "request" (at the first provider:request, the handler waiting on it). Private: a benchmark
+# knob (benchmarks/recall.py --vs-start-at) to measure whether the overlap pays on 2 shared cores, not a setting.
+_RECALL_STARTS_AT = "prompt"
 RECALL_TAG = "agent-memory-recall"
 BRIEFING_TAG = "agent-memory-briefing"
 RECALL_INTRO = "Memories that may bear on this request, recalled automatically (not from the user). {more}"
@@ -86,6 +90,8 @@ class SessionRecall:
 
     wants_briefing: bool
     task: asyncio.Future[TurnWork] | None = None
+    # The turn's recall not started yet (``_RECALL_STARTS_AT == "request"``): started by the first request.
+    deferred: Callable[[], asyncio.Future[TurnWork]] | None = None
     briefing: asyncio.Future[Briefing] | None = None
     briefed: bool = False
     running: set[asyncio.Future[Any]] = field(default_factory=set)
@@ -213,8 +219,12 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
             state.emit_pending()  # a previous turn's last event, if its turn did not end as usual
             prompt = str((data or {}).get("prompt") or "")
             state.task = None  # a previous turn's recall still running finishes; its result is dropped
+            state.deferred = None
             if prompt.strip() and runtime.is_ready():
-                state.task = in_worker(compute, runtime, prompt)
+                if _RECALL_STARTS_AT == "request":
+                    state.deferred = lambda: in_worker(compute, runtime, prompt)
+                else:
+                    state.task = in_worker(compute, runtime, prompt)
                 if state.briefing is None:
                     start_briefing()
         except Exception:
@@ -226,6 +236,8 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
 
         waited = time.perf_counter()
         try:
+            if state.deferred is not None:
+                state.task, state.deferred = state.deferred(), None
             text, payload = await _injection(data or {})
         except Exception:  # never raise into the orchestrator: no injection
             logger.exception("recall failed")
