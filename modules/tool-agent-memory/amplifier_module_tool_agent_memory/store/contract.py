@@ -23,7 +23,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -308,7 +308,11 @@ PAYLOAD_SUM = "_sum"
 
 def payload_sum(payload: dict[str, Any]) -> str:
     """A checksum (BLAKE2b, 64 bits) of a payload's canonical JSON, without its own checksum key."""
-    body = {k: v for k, v in payload.items() if k != PAYLOAD_SUM}
+    return _sum_of_body({k: v for k, v in payload.items() if k != PAYLOAD_SUM})
+
+
+def _sum_of_body(body: dict[str, Any]) -> str:
+    # payload_sum of a payload already without its checksum key (the read path has that copy at hand).
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
     return hashlib.blake2b(canonical.encode(), digest_size=8).hexdigest()
 
@@ -644,12 +648,13 @@ class BaseCollection(ABC):
                 out.append(point)
                 continue
             body = {k: v for k, v in payload.items() if k != PAYLOAD_SUM}
-            if payload_sum(body) != payload[PAYLOAD_SUM]:
+            if _sum_of_body(body) != payload[PAYLOAD_SUM]:
                 restored = self._restore_payload(str(point.id))
                 if restored is None:
                     continue  # deleted by a concurrent writer after it was read
                 body = restored
-            out.append(replace(point, payload=body))
+            # Built directly: dataclasses.replace cost 12 us a point (recall checks 10 on every prompt).
+            out.append(StoredPoint(point.id, body, point.score, point.vector, point.order_value))
         return out
 
     def _restore_payload(self, point_id: str) -> dict[str, Any] | None:
