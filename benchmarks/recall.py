@@ -220,7 +220,7 @@ def tune(rows_by_half: dict[str, list[dict[str, Any]]], shown: int, floor: float
 def thread_cpu_ms() -> dict[str, float]:
     """This process's CPU milliseconds so far by thread group (Linux; empty elsewhere): the event loop's thread
     ("loop"), the other Python threads ("python": recall's workers, the warm-up), amplifier-core's tokio runtime, the
-    engine's search pool, by thread name without its number."""
+    engine's search pool, by thread name without its number; "<group> (q)": its time waiting for a core (schedstat)."""
     import os
 
     groups: dict[str, float] = {}
@@ -231,11 +231,13 @@ def thread_cpu_ms() -> dict[str, float]:
     for tid in tids:
         try:
             name = Path(f"/proc/self/task/{tid}/comm").read_text().strip()
-            ran_ns = int(Path(f"/proc/self/task/{tid}/schedstat").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
+            ran_ns, waited_ns = map(int, Path(f"/proc/self/task/{tid}/schedstat").read_text().split()[:2])
+        except (OSError, ValueError):
             continue  # a thread that ended meanwhile
         group = "loop" if tid == str(os.getpid()) else name.rstrip("0123456789").rstrip("-_")
         groups[group] = groups.get(group, 0.0) + ran_ns / 1e6
+        # Time runnable but not running (waiting for a core): what the other threads and processes cost this one.
+        groups[f"{group} (q)"] = groups.get(f"{group} (q)", 0.0) + waited_ns / 1e6
     return groups
 
 
@@ -462,7 +464,7 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
                   per_bucket: int, samples_out: Path | None = None, query_words: int | None = None,
                   idle_ms: float = 100.0, threads: bool = False, search_threads: int | None = None,
                   old_control: bool = False, phases: bool = False, embed_threads: int | None = None,
-                  switch_ms: float | None = None) -> None:
+                  switch_ms: float | None = None, timeline: bool = False) -> None:
     """Each prompt is the first turn of a new session (briefing and recall both computed), asked ``idle_ms`` after
     the session is ready (a person types a prompt later than that; 0: a prompt given with the command). In the same
     run, for the same prompts: the first request's time with recall off (the control: also the first turn of a new
@@ -471,7 +473,8 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
     opening, the holder's, sets it). ``embed_threads``: the recall-on sessions' ``embeddings.threads``.
     ``switch_ms``: the interpreter's switch interval (how long a thread holding the GIL keeps it from one waiting).
     ``old_control``: also the control used until session 9 (one recall-off session for all prompts), in its own
-    columns. ``phases``: where recall's worker spends its time (PhaseProbe)."""
+    columns. ``phases``: where recall's worker spends its time (PhaseProbe). ``timeline``: when each step of the turn's
+    path happened (TurnTimeline)."""
     rng = random.Random(7)
     pool = [str(q["question"]) for s in samples for q in questions(s)]
     rng.shuffle(pool)
@@ -512,6 +515,7 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
     await warm.ask(pool[0])
     await warm.close()
     probe = PhaseProbe(holder) if phases else None
+    steps = TurnTimeline(holder) if timeline else None
     raw: dict[str, dict[str, list[float]]] = {}
     by_thread: dict[str, dict[str, dict[str, list[float]]]] = {}
     for label, prompts in buckets.items():
@@ -527,10 +531,14 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
             # and the recall (the most a request waits).
             session = Session(root, ident, on_config, threads)
             await session.start()
+            if steps is not None:
+                steps.attach(session)
             await asyncio.sleep(idle_ms / 1000)
             _, event, _ = await session.ask(prompt)
             if probe is not None:
                 probe.turn_done(session.marks["request"])
+            if steps is not None:
+                steps.turn_done(session.marks)
             on_first.append(session.first_request_ms())
             on_cpu.append(session.first_request_cpu_ms())
             if threads:
@@ -586,6 +594,8 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
         print(line)
         if probe is not None:
             probe.report(label)
+        if steps is not None:
+            steps.report(label)
     holder.close()
     if samples_out is not None:
         # Every sample, to pool runs made side by side with another tree.
@@ -737,6 +747,94 @@ class PhaseProbe:
         self.on_path.clear()
 
 
+class TurnTimeline:
+    """When each step between prompt:submit and the first request leaving happened, per recall-on turn: the worker's
+    start, the query embedding's and the recall's ends (wall and the worker's thread CPU), the orchestrator reaching
+    provider:request (a handler just before recall's), recall's handler letting the request go (one just after it) and
+    the request leaving (the last handler). Its two handlers are two more of amplifier-core's dispatch hops (~0.4 ms
+    each), so the turns it times are a little slower than the others'."""
+
+    def __init__(self, holder: Any) -> None:
+        import threading
+
+        from amplifier_module_tool_agent_memory.amplifier import recall_hooks
+
+        self.priority = recall_hooks.PRIORITY
+        self.at: dict[str, float] = {}
+        self.rows: dict[str, list[float]] = collections.defaultdict(list)
+        local = threading.local()
+        compute, embedder = recall_hooks.compute, type(holder.embedder())
+        embed_query = embedder.embed_query
+
+        def timed_compute(*args: Any) -> Any:
+            local.worker = True
+            self.at.update(worker=time.perf_counter(), worker_cpu=time.thread_time())
+            try:
+                return compute(*args)
+            finally:
+                local.worker = False
+                self.at.update(done=time.perf_counter(), done_cpu=time.thread_time())
+
+        def timed_embed(inner: Any, text: str) -> Any:
+            try:
+                return embed_query(inner, text)
+            finally:
+                if getattr(local, "worker", False):
+                    self.at.update(embedded=time.perf_counter(), embedded_cpu=time.thread_time())
+
+        recall_hooks.compute = timed_compute
+        embedder.embed_query = timed_embed
+
+    def attach(self, session: Session) -> None:
+        """Recall-on session: mark the request reaching recall's handler and leaving it."""
+        from amplifier_core import HookResult
+
+        def mark(name: str) -> Callable[[str, dict[str, Any]], Any]:
+            async def handler(event: str, data: dict[str, Any]) -> Any:
+                self.at.setdefault(name, time.perf_counter())
+                return HookResult(action="continue")
+            return handler
+
+        hooks = session.session.coordinator.hooks
+        hooks.register("provider:request", mark("reached"), priority=self.priority - 1, name="bench-reached")
+        hooks.register("provider:request", mark("handled"), priority=self.priority + 1, name="bench-handled")
+        self.at.clear()
+
+    def turn_done(self, marks: dict[str, float]) -> None:
+        at, prompt = self.at, marks["prompt"]
+        if not {"worker", "embedded", "done", "reached", "handled"} <= at.keys():
+            return  # no recall ran (an empty prompt) or no request
+        row = {
+            "worker starts": at["worker"] - prompt,
+            "embedding (wall)": at["embedded"] - at["worker"],
+            "embedding (CPU)": at["embedded_cpu"] - at["worker_cpu"],
+            "after it (wall)": at["done"] - at["embedded"],
+            "after it (CPU)": at["done_cpu"] - at["embedded_cpu"],
+            "request reached": at["reached"] - prompt,
+            "handler's end": at["handled"] - max(at["done"], at["reached"]),
+            "to the last": marks["request"] - at["handled"],
+            "request leaves": marks["request"] - prompt,
+        }
+        for name, seconds in row.items():
+            self.rows[name].append(seconds * 1000)
+        self.at.clear()
+
+    def report(self, label: str) -> None:
+        import contextlib
+        import os
+
+        print(f"  the turn's path, {label}, {len(self.rows['request leaves'])} turns (ms from prompt:submit or "
+              "durations; p50 / p95): the worker's embedding includes its content words; the handler's end is from the "
+              "later of the recall's end and the request reaching it to the next handler (wake-up, the block, one "
+              "dispatch hop)")
+        for name, values in self.rows.items():
+            p50, p95 = p50_p95(values)
+            print(f"    {name:<18}{p50:>7.2f} /{p95:>6.2f}")
+        self.rows.clear()
+        with contextlib.suppress(OSError):  # constant from bucket to bucket: no thread is started per session
+            print(f"    threads in the process now: {len(os.listdir('/proc/self/task'))}")
+
+
 def print_thread_cpu(by_thread: dict[str, dict[str, dict[str, list[float]]]]) -> None:
     """Each thread group's CPU ms over prompt:submit -> first request, mean with recall on / off, per bucket."""
     groups = sorted({g for spent in by_thread.values() for side in spent.values() for g in side})
@@ -790,6 +888,18 @@ def no_spinning() -> None:
     ort.SessionOptions = NoSpinning
 
 
+def child_env(setting: str) -> dict[str, str]:
+    """This process's environment with ``NAME=VALUE`` set, or ``NAME`` removed when VALUE is ``-``: a setting the
+    host reads at start (e.g. TOKIO_WORKER_THREADS, amplifier-core's runtime threads), measured side by side."""
+    import os
+
+    name, _, value = setting.partition("=")
+    env = {k: v for k, v in os.environ.items() if k != name}
+    if value != "-":
+        env[name] = value
+    return env
+
+
 def side_by_side(args: argparse.Namespace) -> int:
     """The filled store's latency of this tree and of ``args.base`` (its own package, this script), or of this tree
     with each of two ``storage.search_threads`` (``args.vs_search_threads``), in one run: each round runs both, in
@@ -807,6 +917,8 @@ def side_by_side(args: argparse.Namespace) -> int:
         trees = {f"embed={n}": (None, ["--embed-threads", n]) for n in args.vs_embed_threads.split(",")}
     elif args.vs_start_at:
         trees = {f"start={n}": (None, ["--start-at", n]) for n in args.vs_start_at.split(",")}
+    elif args.vs_env:
+        trees = {f"{n}": (child_env(n), []) for n in args.vs_env.split(",")}
     else:
         from speed import base_env, extract_base
 
@@ -912,7 +1024,7 @@ async def main_async(args: argparse.Namespace) -> int:
             out = Path(args.samples_json) if args.samples_json else None
             await latency(all_samples, workdir, ident, gate, args.per_bucket, out, args.query_words, args.idle_ms,
                           args.threads, args.search_threads, args.old_control, args.phases, args.embed_threads,
-                          args.switch_ms)
+                          args.switch_ms, args.timeline)
     print(f"\ntotal {time.perf_counter() - started:.0f} s; timings on a shared 2-core machine are noisy: "
           "compare the on/off columns of one run")
     return 0
@@ -942,6 +1054,9 @@ def main() -> int:
     parser.add_argument("--old-control", action="store_true",
                         help="latency: also the control used until session 9 (one recall-off session for all prompts, "
                         "its later turns not first turns), in columns of its own")
+    parser.add_argument("--timeline", action="store_true",
+                        help="latency: when each step of a recall-on turn's path happened (the worker, the embedding, "
+                        "the request reaching and leaving recall's handler)")
     parser.add_argument("--phases", action="store_true",
                         help="latency: where recall's worker spends its time, by phase (wall and thread CPU)")
     parser.add_argument("--base", help="latency: a git revision measured in the same run, alternating with this tree "
@@ -967,6 +1082,8 @@ def main() -> int:
                         help="latency: where the turn's recall starts (recall_hooks' private knob): at prompt:submit "
                         "(the default) or at the first provider:request")
     parser.add_argument("--vs-start-at", help="latency: both starts, e.g. prompt,request, side by side in one run")
+    parser.add_argument("--vs-env", help="latency: environments of the whole process side by side in one run, e.g. "
+                        "TOKIO_WORKER_THREADS=-,TOKIO_WORKER_THREADS=1 (-: unset)")
     args = parser.parse_args()
     if args.no_embed_spin:
         no_spinning()
@@ -974,7 +1091,8 @@ def main() -> int:
         from amplifier_module_tool_agent_memory.amplifier import recall_hooks
 
         recall_hooks._RECALL_STARTS_AT = args.start_at
-    if args.base or args.vs_search_threads or args.vs_embed_threads or args.vs_switch_ms or args.vs_start_at:
+    sides = (args.vs_search_threads, args.vs_embed_threads, args.vs_switch_ms, args.vs_start_at, args.vs_env)
+    if args.base or any(sides):
         if not DATA.exists():
             print(f"SKIP: LoCoMo data not found at {DATA} (it lives in ../shared/data, outside the repository)")
             return 0
