@@ -926,6 +926,8 @@ def side_by_side(args: argparse.Namespace) -> int:
 
         base = extract_base(args.base, workdir / f"base-src-{args.base}")
         trees = {"this tree": (None, []), args.base: (base_env(base), [])}
+        if args.base_first:  # a second run of --rounds 1 in the other order (one side takes ~3.5 min at 60 a bucket)
+            trees = dict(reversed(list(trees.items())))
     pooled: dict[str, dict[str, dict[str, list[float]]]] = {name: {} for name in trees}
     names = list(trees)
     for round_no in range(args.rounds):
@@ -1061,6 +1063,7 @@ def main() -> int:
                         help="latency: where recall's worker spends its time, by phase (wall and thread CPU)")
     parser.add_argument("--base", help="latency: a git revision measured in the same run, alternating with this tree "
                         "(the filled store only; its package, this script)")
+    parser.add_argument("--base-first", action="store_true", help="with --base: the base's side runs first")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each side with --base / --vs-search-threads")
     parser.add_argument("--search-threads", type=int,
                         help="latency: storage.search_threads of the store (0: Edge's own)")
