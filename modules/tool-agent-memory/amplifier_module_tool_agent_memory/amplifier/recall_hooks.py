@@ -10,8 +10,11 @@ ephemeral ``inject_context`` is appended to that one request only. So:
   interpreter with it (measured: ~6 ms of CPU off the first request, docs/recall.md). A memory written
   before it is given (``memory_store``, ``memory_forget``, ...) reads it again. In a host that does not call
   ``on_session_ready`` (or with ``warm_up: false``) it starts with the first prompt, beside the recall;
-* on ``prompt:submit`` the turn's recall starts at once in a worker thread (``run_in_executor`` submits it
-  before the handler returns; ``asyncio.to_thread`` would start only when the loop next turns);
+* on ``prompt:submit`` the turn's recall starts at once in a worker thread of a long-lived recall pool. The
+  handler is a plain function, which amplifier-core calls on its own runtime thread: the worker starts there,
+  without a round trip through the event loop (a coroutine handler is handed to the loop and waited for), and the
+  loop adopts the running recall before the orchestrator goes on (three lane runs: the first request 0.3-1.4 ms
+  sooner p50 in 10 of 12 bucket-runs, p95 unchanged within the runs' noise: docs/recall.md, session 13);
 * on every ``provider:request`` of the turn the handler waits for it at most ``recall.timeout_ms`` and
   returns the block again (an ephemeral injection lasts one request). A recall still running when the
   time is up injects nothing into that request; a later request of the turn uses it once it is done;
@@ -59,11 +62,12 @@ PRIORITY = 20
 # first request) or "request" (at the first provider:request, the handler waiting on it). Private: a benchmark
 # knob (benchmarks/recall.py --vs-start-at) to measure whether the overlap pays on 2 shared cores, not a setting.
 _RECALL_STARTS_AT = "prompt"
-# How the prompt:submit handler runs: "async" (a coroutine: amplifier-core's dispatch hands it to the event loop and
-# waits for it, a round trip through the loop before the worker starts) or "sync" (a plain function: the core calls it
-# on its own runtime thread, which submits the worker at once; the loop only adopts it). Private: a benchmark knob
-# (benchmarks/recall.py --vs-prompt-handler).
-_PROMPT_HANDLER = "async"
+# How the prompt:submit handler runs: "sync" (a plain function: amplifier-core calls it on its own runtime thread,
+# which submits the worker at once; the loop only adopts it) or "async" (a coroutine: the core hands it to the event
+# loop and waits for it, a round trip through the loop before the worker starts). Sync: added p50 0.3-1.4 ms lower in
+# 10 of 12 bucket-runs of three same-run lane comparisons (docs/recall.md, session 13). Private: a benchmark knob
+# (--vs-prompt-handler), not a setting; a host that registers outside a running loop gets the coroutine.
+_PROMPT_HANDLER = "sync"
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -251,10 +255,7 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
             logger.exception("starting recall failed")
         return HookResult(action="continue")
 
-    try:
-        loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-    except RuntimeError:
-        loop = None
+    loop = _running_loop()
 
     def on_prompt_sync(event: str, data: dict[str, Any]) -> Any:
         """``on_prompt`` called by amplifier-core on its own thread: the worker starts here, the loop adopts it."""
@@ -266,7 +267,10 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
             started = None
             if prompt.strip() and runtime.is_ready():
                 started = _recall_pool().submit(compute, runtime, prompt)
-            loop.call_soon_threadsafe(adopt, started)
+            if _running_loop() is loop:
+                adopt(started)  # a host that calls a plain handler on the loop itself: adopted before it goes on
+            else:
+                loop.call_soon_threadsafe(adopt, started)
         except Exception:
             logger.exception("starting recall failed")
         return HookResult(action="continue")
@@ -427,6 +431,13 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
             await asyncio.wait(set(state.running), timeout=timeout_s)
 
     return unregister
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _tokens(text: str) -> int:
