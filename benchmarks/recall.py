@@ -917,6 +917,8 @@ def side_by_side(args: argparse.Namespace) -> int:
         trees = {f"embed={n}": (None, ["--embed-threads", n]) for n in args.vs_embed_threads.split(",")}
     elif args.vs_start_at:
         trees = {f"start={n}": (None, ["--start-at", n]) for n in args.vs_start_at.split(",")}
+    elif args.vs_prompt_handler:
+        trees = {f"prompt={n}": (None, ["--prompt-handler", n]) for n in args.vs_prompt_handler.split(",")}
     elif args.vs_env:
         trees = {f"{n}": (child_env(n), []) for n in args.vs_env.split(",")}
     else:
@@ -1082,6 +1084,10 @@ def main() -> int:
                         help="latency: where the turn's recall starts (recall_hooks' private knob): at prompt:submit "
                         "(the default) or at the first provider:request")
     parser.add_argument("--vs-start-at", help="latency: both starts, e.g. prompt,request, side by side in one run")
+    parser.add_argument("--prompt-handler", choices=("async", "sync"),
+                        help="latency: recall's prompt:submit handler (recall_hooks' private knob): a coroutine run on "
+                        "the event loop (the default) or a function amplifier-core calls on its own thread")
+    parser.add_argument("--vs-prompt-handler", help="latency: both handlers, e.g. async,sync, side by side in one run")
     parser.add_argument("--vs-env", help="latency: environments of the whole process side by side in one run, e.g. "
                         "TOKIO_WORKER_THREADS=-,TOKIO_WORKER_THREADS=1 (-: unset)")
     args = parser.parse_args()
@@ -1091,7 +1097,12 @@ def main() -> int:
         from amplifier_module_tool_agent_memory.amplifier import recall_hooks
 
         recall_hooks._RECALL_STARTS_AT = args.start_at
-    sides = (args.vs_search_threads, args.vs_embed_threads, args.vs_switch_ms, args.vs_start_at, args.vs_env)
+    if args.prompt_handler:
+        from amplifier_module_tool_agent_memory.amplifier import recall_hooks
+
+        recall_hooks._PROMPT_HANDLER = args.prompt_handler
+    sides = (args.vs_search_threads, args.vs_embed_threads, args.vs_switch_ms, args.vs_start_at, args.vs_env,
+             args.vs_prompt_handler)
     if args.base or any(sides):
         if not DATA.exists():
             print(f"SKIP: LoCoMo data not found at {DATA} (it lives in ../shared/data, outside the repository)")

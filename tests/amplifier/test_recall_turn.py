@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 import time
 from typing import Any
 
@@ -96,13 +97,23 @@ async def test_a_superseded_preference_is_left_out_of_the_briefing(start_stack: 
     assert older not in event["briefing_ids"]
 
 
-@pytest.mark.parametrize("starts_at", ["prompt", "request"])
+@pytest.mark.parametrize(("starts_at", "handler"), [("prompt", "async"), ("request", "async"), ("prompt", "sync")])
 async def test_the_block_is_on_every_request_of_the_turn(
-    start_stack: StackFactory, monkeypatch: pytest.MonkeyPatch, starts_at: str
+    start_stack: StackFactory, monkeypatch: pytest.MonkeyPatch, starts_at: str, handler: str
 ) -> None:
-    # "request": the benchmark's variant (recall started by the turn's first provider:request) must give the same
-    # requests, or its latency figures would compare unlike things.
+    # The benchmark's variants ("request": recall started by the turn's first provider:request; "sync": the
+    # prompt:submit handler a plain function amplifier-core calls on its own thread) must give the same requests, or
+    # their latency figures would compare unlike things.
     monkeypatch.setattr(recall_hooks, "_RECALL_STARTS_AT", starts_at)
+    monkeypatch.setattr(recall_hooks, "_PROMPT_HANDLER", handler)
+    threads: list[str] = []
+    compute = recall_hooks.compute
+
+    def recorded(*args: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return compute(*args)
+
+    monkeypatch.setattr(recall_hooks, "compute", recorded)
     stack = await start_stack(config={"recall": {"briefing_tokens": 0}})
     memory_id = await _store(stack, DENTIST)
     await stack.turn(
@@ -119,6 +130,9 @@ async def test_the_block_is_on_every_request_of_the_turn(
     # the next turn's prompt is recalled afresh: unrelated, nothing
     await stack.turn(UNRELATED, say("ok"))
     assert _injected(stack.provider.requests[-1]) == []
+    # each turn's recall ran once, in the pool the variant names (a silent fallback would not count)
+    assert len(threads) == 2
+    assert all(name.startswith("agent-memory-recall") == (handler == "sync") for name in threads)
 
 
 async def test_the_event_comes_after_its_request_and_within_the_turn(

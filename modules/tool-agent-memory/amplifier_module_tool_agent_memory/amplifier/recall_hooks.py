@@ -32,7 +32,9 @@ prompts' recall without the briefing (default), both, or nothing.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,6 +59,22 @@ PRIORITY = 20
 # first request) or "request" (at the first provider:request, the handler waiting on it). Private: a benchmark
 # knob (benchmarks/recall.py --vs-start-at) to measure whether the overlap pays on 2 shared cores, not a setting.
 _RECALL_STARTS_AT = "prompt"
+# How the prompt:submit handler runs: "async" (a coroutine: amplifier-core's dispatch hands it to the event loop and
+# waits for it, a round trip through the loop before the worker starts) or "sync" (a plain function: the core calls it
+# on its own runtime thread, which submits the worker at once; the loop only adopts it). Private: a benchmark knob
+# (benchmarks/recall.py --vs-prompt-handler).
+_PROMPT_HANDLER = "async"
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _recall_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The process's recall threads, long-lived, for a handler that runs off the event loop (no loop executor)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="agent-memory-recall")
+        return _pool
 RECALL_TAG = "agent-memory-recall"
 BRIEFING_TAG = "agent-memory-briefing"
 RECALL_INTRO = "Memories that may bear on this request, recalled automatically (not from the user). {more}"
@@ -196,7 +214,9 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
 
     def in_worker(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
         """``fn(*args)`` in a worker thread, tracked until it ends; an error nobody reads is not logged twice."""
-        future = asyncio.get_running_loop().run_in_executor(None, fn, *args)
+        return track(asyncio.get_running_loop().run_in_executor(None, fn, *args))
+
+    def track(future: asyncio.Future[Any]) -> asyncio.Future[Any]:
         state.running.add(future)
 
         def ended(done: asyncio.Future[Any]) -> None:
@@ -230,6 +250,37 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
         except Exception:
             logger.exception("starting recall failed")
         return HookResult(action="continue")
+
+    try:
+        loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+
+    def on_prompt_sync(event: str, data: dict[str, Any]) -> Any:
+        """``on_prompt`` called by amplifier-core on its own thread: the worker starts here, the loop adopts it."""
+        from amplifier_core.models import HookResult
+
+        assert loop is not None
+        try:
+            prompt = str((data or {}).get("prompt") or "")
+            started = None
+            if prompt.strip() and runtime.is_ready():
+                started = _recall_pool().submit(compute, runtime, prompt)
+            loop.call_soon_threadsafe(adopt, started)
+        except Exception:
+            logger.exception("starting recall failed")
+        return HookResult(action="continue")
+
+    def adopt(started: concurrent.futures.Future[TurnWork] | None) -> None:
+        """On the loop, before the orchestrator goes on (queued ahead of the dispatch's answer): the turn's recall."""
+        try:
+            state.emit_pending()
+            state.task = None if started is None else track(asyncio.wrap_future(started))
+            state.deferred = None
+            if started is not None and state.briefing is None:
+                start_briefing()
+        except Exception:
+            logger.exception("starting recall failed")
 
     async def on_request(event: str, data: dict[str, Any]) -> Any:
         from amplifier_core.models import HookResult
@@ -351,7 +402,8 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
         return HookResult(action="continue")
 
     unregisters = [
-        coordinator.hooks.register(PROMPT_SUBMIT, on_prompt, priority=PRIORITY,
+        coordinator.hooks.register(PROMPT_SUBMIT, on_prompt_sync if _PROMPT_HANDLER == "sync" and loop else on_prompt,
+                                   priority=PRIORITY,
                                    name=f"agent-memory.recall.prompt.{id(runtime):x}"),
         coordinator.hooks.register(PROVIDER_REQUEST, on_request, priority=PRIORITY,
                                    name=f"agent-memory.recall.request.{id(runtime):x}"),
