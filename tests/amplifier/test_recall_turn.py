@@ -135,6 +135,34 @@ async def test_the_block_is_on_every_request_of_the_turn(
     assert all(name.startswith("agent-memory-recall") == (handler == "sync") for name in threads)
 
 
+async def test_a_request_that_comes_before_the_loop_adopts_the_recall_reads_its_own_turn(
+    start_stack: StackFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The plain prompt:submit handler runs on amplifier-core's thread and hands its recall to the loop by a callback.
+    # Were the orchestrator to reach the request before that callback ran, the request must still read this turn's
+    # recall: never nothing for a relevant prompt, never the previous turn's block for the next one.
+    monkeypatch.setattr(recall_hooks, "_PROMPT_HANDLER", "sync")
+    loop = asyncio.get_running_loop()
+    soon = loop.call_soon_threadsafe
+    delayed: list[str] = []
+
+    def late(callback: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(callback, "__name__", "") == "adopt_incoming":
+            delayed.append(threading.current_thread().name)
+            return soon(lambda: loop.call_later(0.5, callback, *args))
+        return soon(callback, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "call_soon_threadsafe", late)
+    stack = await start_stack(config={"recall": {"briefing_tokens": 0}})
+    memory_id = await _store(stack, DENTIST)
+    await stack.turn(RELEVANT, say("Dr. Alvarez."))
+    [block] = _injected(stack.provider.requests[-1])
+    assert f"[{memory_id}]" in block
+    await stack.turn(UNRELATED, say("ok"))
+    assert _injected(stack.provider.requests[-1]) == []
+    assert len(delayed) == 2  # both turns went through the late hand-over (the handler ran off the loop)
+
+
 async def test_the_event_comes_after_its_request_and_within_the_turn(
     start_stack: StackFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -39,6 +39,7 @@ import concurrent.futures
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -122,6 +123,9 @@ class SessionRecall:
     # The last event's emission: the next one starts after it ends, so events arrive in their requests' order
     # even when a handler of theirs waits (the core dispatches each emission on its own).
     emitting: asyncio.Task[None] | None = None
+    # Recalls started by the plain prompt:submit handler on amplifier-core's thread, not adopted by the loop yet
+    # (a deque: appended there, emptied here, each side atomic under the GIL).
+    incoming: deque[concurrent.futures.Future[TurnWork] | None] = field(default_factory=deque)
 
     def emit_pending(self) -> None:
         """Start emitting every event still waiting for its delay, in the order of their requests."""
@@ -267,13 +271,22 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
             started = None
             if prompt.strip() and runtime.is_ready():
                 started = _recall_pool().submit(compute, runtime, prompt)
+            # Handed over twice: the loop adopts it as soon as it runs, and the turn's first request adopts it
+            # first if the loop has not yet, so a request never reads the previous turn's recall, whatever order
+            # the host delivers the loop's callback and the orchestrator's next step in.
+            state.incoming.append(started)
             if _running_loop() is loop:
-                adopt(started)  # a host that calls a plain handler on the loop itself: adopted before it goes on
+                adopt_incoming()  # a host that calls a plain handler on the loop itself
             else:
-                loop.call_soon_threadsafe(adopt, started)
+                loop.call_soon_threadsafe(adopt_incoming)
         except Exception:
             logger.exception("starting recall failed")
         return HookResult(action="continue")
+
+    def adopt_incoming() -> None:
+        """On the loop: every recall the plain handler started and the loop has not adopted, in their order."""
+        while state.incoming:
+            adopt(state.incoming.popleft())
 
     def adopt(started: concurrent.futures.Future[TurnWork] | None) -> None:
         """On the loop, before the orchestrator goes on (queued ahead of the dispatch's answer): the turn's recall."""
@@ -291,6 +304,7 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
 
         waited = time.perf_counter()
         try:
+            adopt_incoming()
             if state.deferred is not None:
                 state.task, state.deferred = state.deferred(), None
             text, payload = await _injection(data or {})
