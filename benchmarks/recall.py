@@ -65,8 +65,10 @@ def questions(sample: dict[str, Any]) -> list[dict[str, Any]]:
 
 def rename(text: str, source: dict[str, Any], target: dict[str, Any]) -> str:
     """``text`` with ``source``'s two speakers renamed to ``target``'s (at once, so a swap cannot collide)."""
-    names = {source["conversation"]["speaker_a"]: target["conversation"]["speaker_a"],
-             source["conversation"]["speaker_b"]: target["conversation"]["speaker_b"]}
+    names = {
+        source["conversation"]["speaker_a"]: target["conversation"]["speaker_a"],
+        source["conversation"]["speaker_b"]: target["conversation"]["speaker_b"],
+    }
     pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in names) + r")\b")
     return pattern.sub(lambda m: names[m.group(1)], text)
 
@@ -110,8 +112,9 @@ def identity(sample: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------------------------ tuning
 
 
-def measure_signals(sample: dict[str, Any], others: list[dict[str, Any]], root: Path,
-                    ids: dict[str, str]) -> list[dict[str, Any]]:
+def measure_signals(
+    sample: dict[str, Any], others: list[dict[str, Any]], root: Path, ids: dict[str, str]
+) -> list[dict[str, Any]]:
     """One recall per own and foreign question: each candidate's (coverage, cosine), ranked."""
     from amplifier_module_tool_agent_memory.config import parse_config
     from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
@@ -127,8 +130,15 @@ def measure_signals(sample: dict[str, Any], others: list[dict[str, Any]], root: 
     for own, batch in ((True, prompts), (False, [(t, []) for t in foreign_questions(sample, others)])):
         for text, wanted in batch:
             hits, matches, words = recaller.candidates(text)
-            rows.append({"own": own, "views": [view(h.id, h.payload) for h in hits[: cfg.recall.max_memories]],
-                         "wanted": wanted, "words": words, "matches": matches})
+            rows.append(
+                {
+                    "own": own,
+                    "views": [view(h.id, h.payload) for h in hits[: cfg.recall.max_memories]],
+                    "wanted": wanted,
+                    "words": words,
+                    "matches": matches,
+                }
+            )
     runtime.close()
     return rows
 
@@ -137,15 +147,19 @@ def dump_signals(halves: dict[str, list[dict[str, Any]]], root: Path, ids: dict[
     """What recall read for every TUNE and HELD prompt (own and foreign): its content words, the block's memories and
     each candidate's (coverage, cosine), as JSON. Two runs' files are equal when a change kept every recalled block and
     every gate signal (then evidence / foreign-nothing need no re-measure)."""
-    rows = {s["sample_id"]: measure_signals(s, [o for o in half if o is not s], root, ids[s["sample_id"]])
-            for half in halves.values() for s in half}
+    rows = {
+        s["sample_id"]: measure_signals(s, [o for o in half if o is not s], root, ids[s["sample_id"]])
+        for half in halves.values()
+        for s in half
+    }
     out.write_text(json.dumps(rows, sort_keys=True))
     print(f"wrote {sum(len(r) for r in rows.values())} prompts' signals to {out}")
     return 0
 
 
-def gate_figures(rows: list[dict[str, Any]], relevant: Callable[[float, float], bool],
-                 shown: int) -> tuple[float, float]:
+def gate_figures(
+    rows: list[dict[str, Any]], relevant: Callable[[float, float], bool], shown: int
+) -> tuple[float, float]:
     """(evidence injected among own questions, nothing injected among foreign ones) when anything is injected
     for a prompt with one candidate whose (coverage, cosine) is ``relevant``; the evidence must be among the
     memories the block shows within its token budget (``shown``)."""
@@ -168,8 +182,9 @@ def gate_figures(rows: list[dict[str, Any]], relevant: Callable[[float, float], 
     return hit / max(1, len(own)), quiet / max(1, len(foreign))
 
 
-def best_on_tune(rows: list[dict[str, Any]], gates: dict[Any, Callable[[float, float], bool]], shown: int,
-                 floor: float) -> Any:
+def best_on_tune(
+    rows: list[dict[str, Any]], gates: dict[Any, Callable[[float, float], bool]], shown: int, floor: float
+) -> Any:
     """The key of the gate with the most evidence injected on TUNE while >= ``floor`` of foreign prompts get nothing."""
     scored = [(gate_figures(rows, relevant, shown), key) for key, relevant in gates.items()]
     allowed = [(figures, key) for figures, key in scored if figures[1] >= floor]
@@ -190,11 +205,15 @@ def tune(rows_by_half: dict[str, list[dict[str, Any]]], shown: int, floor: float
     coverage_bar = best_on_tune(rows, {b: (lambda cov, cos, b=b: cov >= b) for b in bars[:41]}, shown, floor)
     cosine_bar = best_on_tune(rows, {b: (lambda cov, cos, b=b: cos >= b) for b in bars[:41]}, shown, floor)
     best_of_each = best_on_tune(
-        rows, {(a, b): (lambda cov, cos, a=a, b=b: cov >= a and cos >= b) for a in bars[:41:2] for b in bars[:41]},
-        shown, floor,
+        rows,
+        {(a, b): (lambda cov, cos, a=a, b=b: cov >= a and cos >= b) for a in bars[:41:2] for b in bars[:41]},
+        shown,
+        floor,
     )
-    print(f"tuned on TUNE ({', '.join(TUNE)}): cosine_weight {weight:.2f}, min_relevance {bar:.3f}; "
-          f"blocks of {shown} tokens; foreign-nothing floor {floor:.2f} on TUNE")
+    print(
+        f"tuned on TUNE ({', '.join(TUNE)}): cosine_weight {weight:.2f}, min_relevance {bar:.3f}; "
+        f"blocks of {shown} tokens; foreign-nothing floor {floor:.2f} on TUNE"
+    )
     print(f"{'gate (each tuned on TUNE)':<48}{'TUNE evid.':>11}{'nothing':>9}{'HELD evid.':>12}{'nothing':>9}")
     cov_bars = {tuple(best_of_each)}
     rows_out: list[tuple[str, Callable[[float, float], bool]]] = [
@@ -203,8 +222,9 @@ def tune(rows_by_half: dict[str, list[dict[str, Any]]], shown: int, floor: float
         (f"cosine only >= {cosine_bar:.3f}", lambda cov, cos: cos >= cosine_bar),
     ]
     for a, b in cov_bars:
-        rows_out.append((f"one memory: coverage >= {a:.3f} and cosine >= {b:.3f}",
-                         lambda cov, cos, a=a, b=b: cov >= a and cos >= b))
+        rows_out.append(
+            (f"one memory: coverage >= {a:.3f} and cosine >= {b:.3f}", lambda cov, cos, a=a, b=b: cov >= a and cos >= b)
+        )
     for name, relevant in rows_out:
         line = f"{name:<48}"
         for half in ("tune", "held"):
@@ -248,11 +268,18 @@ class Session:
         # threads: also each thread group's CPU over the span (reading /proc costs the loop ~0.5 ms inside the span).
         self.threads = threads
         self.plan = {
-            "session": {"orchestrator": {"module": "loop-basic"},
-                        "context": {"module": "context-compacting", "config": {"max_tokens": 10_000_000}}},
+            "session": {
+                "orchestrator": {"module": "loop-basic"},
+                "context": {"module": "context-compacting", "config": {"max_tokens": 10_000_000}},
+            },
             "providers": [{"module": "provider-scripted"}],
-            "tools": [{"module": "tool-agent-memory", "source": "local folder",
-                       "config": {"storage_root": str(root), "agent_identity": ident, **config}}],
+            "tools": [
+                {
+                    "module": "tool-agent-memory",
+                    "source": "local folder",
+                    "config": {"storage_root": str(root), "agent_identity": ident, **config},
+                }
+            ],
         }
         self.events: list[dict[str, Any]] = []
         self.session: Any = None
@@ -350,8 +377,9 @@ def tokens(text: str) -> int:
     return count_tokens(text)
 
 
-async def end_to_end(sample: dict[str, Any], others: list[dict[str, Any]], root: Path, ids: dict[str, str],
-                     gate: dict[str, Any]) -> dict[str, Any]:
+async def end_to_end(
+    sample: dict[str, Any], others: list[dict[str, Any]], root: Path, ids: dict[str, str], gate: dict[str, Any]
+) -> dict[str, Any]:
     """Ask every own and foreign question through loop-basic; what the recorded requests carried."""
     session = Session(root, identity(sample), {"recall": {"gate": gate}, "embeddings": {"query_cache_size": 0}})
     await session.start()
@@ -369,8 +397,13 @@ async def end_to_end(sample: dict[str, Any], others: list[dict[str, Any]], root:
         foreign_quiet.append(not text)
         foreign_tokens.append(tokens(text))
     await session.close()
-    return {"own_hits": own_hits, "own_tokens": own_tokens, "foreign_quiet": foreign_quiet,
-            "foreign_tokens": foreign_tokens, "reasons": reasons}
+    return {
+        "own_hits": own_hits,
+        "own_tokens": own_tokens,
+        "foreign_quiet": foreign_quiet,
+        "foreign_tokens": foreign_tokens,
+        "reasons": reasons,
+    }
 
 
 def report(name: str, results: list[dict[str, Any]]) -> None:
@@ -383,16 +416,25 @@ def report(name: str, results: list[dict[str, Any]]) -> None:
         for k, v in r["reasons"].items():
             reasons[k] = reasons.get(k, 0) + v
     p50, p95 = p50_p95([float(t) for t in injected]) if injected else (0.0, 0.0)
-    print(f"{name:<6}{len(hits):>6}{statistics.fmean(hits):>10.3f}{len(injected) / max(1, len(own_tokens)):>10.3f}"
-          f"{p50:>9.0f}{p95:>9.0f}{max(injected or [0]):>8}{len(quiet):>9}{statistics.fmean(quiet):>10.3f}"
-          f"   {reasons}")
+    print(
+        f"{name:<6}{len(hits):>6}{statistics.fmean(hits):>10.3f}{len(injected) / max(1, len(own_tokens)):>10.3f}"
+        f"{p50:>9.0f}{p95:>9.0f}{max(injected or [0]):>8}{len(quiet):>9}{statistics.fmean(quiet):>10.3f}"
+        f"   {reasons}"
+    )
 
 
 # ------------------------------------------------------------------------------------ long prompts
 
 
-def long_prompt_figures(sample: dict[str, Any], others: list[dict[str, Any]], root: Path, ids: dict[str, str],
-                        words: int, request_first: bool, query_words: int) -> tuple[list[bool], list[bool]]:
+def long_prompt_figures(
+    sample: dict[str, Any],
+    others: list[dict[str, Any]],
+    root: Path,
+    ids: dict[str, str],
+    words: int,
+    request_first: bool,
+    query_words: int,
+) -> tuple[list[bool], list[bool]]:
     """Each own and foreign question padded to ``words`` words with other conversations' questions (speakers
     renamed), the question first or last; recall with its query embedding reading ``query_words`` words (0: all).
     (own: evidence shown, foreign: nothing injected)."""
@@ -402,8 +444,9 @@ def long_prompt_figures(sample: dict[str, Any], others: list[dict[str, Any]], ro
     from amplifier_module_tool_agent_memory.memory.recall import HOW_TO_MORE, Recaller, render_block
     from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
-    cfg = parse_config({"storage_root": str(root), "embeddings": {"query_cache_size": 0},
-                        "recall": {"query_words": query_words}})
+    cfg = parse_config(
+        {"storage_root": str(root), "embeddings": {"query_cache_size": 0}, "recall": {"query_words": query_words}}
+    )
     runtime = AgentMemory(cfg, ResolvedIdentity(identity(sample), "config"))
     recaller = Recaller(runtime.memory(), cfg.recall)
     filler = foreign_questions(sample, others)
@@ -430,8 +473,10 @@ def long_prompts(halves: dict[str, list[dict[str, Any]]], root: Path, ids: dict[
     from amplifier_module_tool_agent_memory.config import RecallConfig
 
     bound = RecallConfig().query_words
-    print(f"\nLong prompts (a question padded with other conversations' questions, speakers renamed), evidence "
-          f"injected / foreign nothing, query embedding of the first {bound} words vs the whole prompt:")
+    print(
+        f"\nLong prompts (a question padded with other conversations' questions, speakers renamed), evidence "
+        f"injected / foreign nothing, query embedding of the first {bound} words vs the whole prompt:"
+    )
     print(f"{'half':<6}{'words':>6}  {'question':<9}{f'first {bound}':>16}{'whole':>16}")
     for name, half in halves.items():
         for words in LENGTHS[:2]:
@@ -441,8 +486,15 @@ def long_prompts(halves: dict[str, list[dict[str, Any]]], root: Path, ids: dict[
                     own: list[bool] = []
                     foreign: list[bool] = []
                     for s in half:
-                        o, f = long_prompt_figures(s, [x for x in half if x is not s], root, ids[s["sample_id"]],
-                                                   words, request_first, query_words)
+                        o, f = long_prompt_figures(
+                            s,
+                            [x for x in half if x is not s],
+                            root,
+                            ids[s["sample_id"]],
+                            words,
+                            request_first,
+                            query_words,
+                        )
                         own += o
                         foreign += f
                     line += f"{statistics.fmean(own):>9.3f} /{statistics.fmean(foreign):>5.3f}"
@@ -460,11 +512,23 @@ def longer(prompt: str, filler: list[str], words: int, rng: random.Random) -> st
     return " ".join(" ".join(parts).split()[:words])
 
 
-async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: dict[str, Any],
-                  per_bucket: int, samples_out: Path | None = None, query_words: int | None = None,
-                  idle_ms: float = 100.0, threads: bool = False, search_threads: int | None = None,
-                  old_control: bool = False, phases: bool = False, embed_threads: int | None = None,
-                  switch_ms: float | None = None, timeline: bool = False) -> None:
+async def latency(
+    samples: list[dict[str, Any]],
+    root: Path,
+    ident: str,
+    gate: dict[str, Any],
+    per_bucket: int,
+    samples_out: Path | None = None,
+    query_words: int | None = None,
+    idle_ms: float = 100.0,
+    threads: bool = False,
+    search_threads: int | None = None,
+    old_control: bool = False,
+    phases: bool = False,
+    embed_threads: int | None = None,
+    switch_ms: float | None = None,
+    timeline: bool = False,
+) -> None:
     """Each prompt is the first turn of a new session (briefing and recall both computed), asked ``idle_ms`` after
     the session is ready (a person types a prompt later than that; 0: a prompt given with the command). In the same
     run, for the same prompts: the first request's time with recall off (the control: also the first turn of a new
@@ -482,11 +546,16 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
     for words in LENGTHS:
         buckets[f"{words} words"] = [longer(p, pool, words, rng) for p in pool[:per_bucket]]
     print(f"prompt asked {idle_ms:.0f} ms after the session is ready")
-    print(f"{'prompt':<12}{'n':>5}{'added p50':>10}{'p95':>7}{'cpu+ p50':>9}{'p95':>7}{'wait p50':>10}{'p95':>7}"
-          f"{'work p50':>10}{'p95':>7}{'brief p50':>10}{'p95':>7}{'embed p50':>10}{'p95':>7}{'off p50':>9}{'p95':>7}"
-          f"{'search p50':>11}{'p95':>7}"
-          + (f"{'added-old p50':>14}{'p95':>7}{'cpu+-old p50':>13}{'p95':>7}{'off-old p50':>12}{'p95':>7}"
-             if old_control else ""))
+    print(
+        f"{'prompt':<12}{'n':>5}{'added p50':>10}{'p95':>7}{'cpu+ p50':>9}{'p95':>7}{'wait p50':>10}{'p95':>7}"
+        f"{'work p50':>10}{'p95':>7}{'brief p50':>10}{'p95':>7}{'embed p50':>10}{'p95':>7}{'off p50':>9}{'p95':>7}"
+        f"{'search p50':>11}{'p95':>7}"
+        + (
+            f"{'added-old p50':>14}{'p95':>7}{'cpu+-old p50':>13}{'p95':>7}{'off-old p50':>12}{'p95':>7}"
+            if old_control
+            else ""
+        )
+    )
     # The store stays open in the process between the sessions (as it is during one session): a session's
     # first request then pays the briefing and the recall, not the store's opening.
     from amplifier_module_tool_agent_memory.config import RecallConfig, parse_config
@@ -497,8 +566,10 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
     # The tree's own default (a --base run imports the other revision's package, so its own bound).
     recall_words = RecallConfig().query_words if query_words is None else query_words
     storage = {} if search_threads is None else {"storage": {"search_threads": search_threads}}
-    holder = AgentMemory(parse_config({"storage_root": str(root), "embeddings": {"query_cache_size": 0}, **storage}),
-                         ResolvedIdentity(ident, "config"))
+    holder = AgentMemory(
+        parse_config({"storage_root": str(root), "embeddings": {"query_cache_size": 0}, **storage}),
+        ResolvedIdentity(ident, "config"),
+    )
     print(f"({holder.memory().coll.count()} memories in the store)")
     # A long timeout: under load the work is measured, not cut at recall.timeout_ms.
     on_config: dict[str, Any] = {"recall": {"gate": gate, "timeout_ms": 30_000}, "embeddings": {"query_cache_size": 0}}
@@ -581,15 +652,27 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
         added = minus_median(on_first, off_first)
         cpu_added = minus_median(on_cpu, off_cpu)
         figures = [p50_p95(v) for v in (added, cpu_added, waits, works, briefs, embeds, off_first, searches)]
-        raw[label] = {"on_first": on_first, "off_first": off_first, "on_cpu": on_cpu, "off_cpu": off_cpu,
-                      "wait": waits, "work": works, "brief": briefs, "search": searches, "embed": embeds}
+        raw[label] = {
+            "on_first": on_first,
+            "off_first": off_first,
+            "on_cpu": on_cpu,
+            "off_cpu": off_cpu,
+            "wait": waits,
+            "work": works,
+            "brief": briefs,
+            "search": searches,
+            "embed": embeds,
+        }
         widths = (10, 9, 10, 10, 10, 10, 9, 11)
-        line = f"{label:<12}{len(prompts):>5}" + "".join(f"{a:>{w}.1f}{b:>7.1f}"
-                                                         for w, (a, b) in zip(widths, figures, strict=True))
+        line = f"{label:<12}{len(prompts):>5}" + "".join(
+            f"{a:>{w}.1f}{b:>7.1f}" for w, (a, b) in zip(widths, figures, strict=True)
+        )
         if reused is not None:
             raw[label].update(reused_first=reused_first, reused_cpu=reused_cpu)
-            old = [p50_p95(v) for v in (minus_median(on_first, reused_first), minus_median(on_cpu, reused_cpu),
-                                        reused_first)]
+            old = [
+                p50_p95(v)
+                for v in (minus_median(on_first, reused_first), minus_median(on_cpu, reused_cpu), reused_first)
+            ]
             line += "".join(f"{a:>{w}.1f}{b:>7.1f}" for w, (a, b) in zip((12, 12, 12), old, strict=True))
         print(line)
         if probe is not None:
@@ -600,16 +683,18 @@ async def latency(samples: list[dict[str, Any]], root: Path, ident: str, gate: d
     if samples_out is not None:
         # Every sample, to pool runs made side by side with another tree.
         await asyncio.to_thread(samples_out.write_text, json.dumps(raw))
-    print("(ms. added: how much later the first request of a turn left provider:request than with recall off "
-          "(from prompt:submit; minus the off median), the target's figure; cpu+: the process's CPU time over the same "
-          "span minus the off median (all threads; robust to the load); wait: what recall's handler waited; "
-          "work: the recall's own time in its worker; brief: the briefing's, in its worker (at session ready; "
-          "0 when it was given on no request); "
-          "embed: recall's query embedding of the prompt (recall.query_words of it) alone (the floor); "
-          "off: prompt:submit to the first request with recall off, the first turn of a new session like recall "
-          "on's (the control; the *-old columns: against one recall-off session for all prompts, the control until "
-          "session 9); search: memory_search through the tool for the "
-          "same prompt, same run)")
+    print(
+        "(ms. added: how much later the first request of a turn left provider:request than with recall off "
+        "(from prompt:submit; minus the off median), the target's figure; cpu+: the process's CPU time over the same "
+        "span minus the off median (all threads; robust to the load); wait: what recall's handler waited; "
+        "work: the recall's own time in its worker; brief: the briefing's, in its worker (at session ready; "
+        "0 when it was given on no request); "
+        "embed: recall's query embedding of the prompt (recall.query_words of it) alone (the floor); "
+        "off: prompt:submit to the first request with recall off, the first turn of a new session like recall "
+        "on's (the control; the *-old columns: against one recall-off session for all prompts, the control until "
+        "session 9); search: memory_search through the tool for the "
+        "same prompt, same run)"
+    )
     if threads:
         print_thread_cpu(by_thread)
 
@@ -627,8 +712,17 @@ class PhaseProbe:
     the worker was not running: waiting for the GIL (the loop's Python, the engine holding it) or for a core.
     ``retrieve`` is part of ``read``; ``other`` is the recall's time outside the phases named."""
 
-    TOP = ("content_words", "embed", "build_request", "query", "rerank", "current_first", "read", "coverage",
-           "render_block")
+    TOP = (
+        "content_words",
+        "embed",
+        "build_request",
+        "query",
+        "rerank",
+        "current_first",
+        "read",
+        "coverage",
+        "render_block",
+    )
 
     def __init__(self, holder: Any) -> None:
         import threading
@@ -682,6 +776,7 @@ class PhaseProbe:
                 self.local.phase = outer
                 was = sums.get(name, (0.0, 0.0))
                 sums[name] = (was[0] + (time.perf_counter() - wall) * 1000, was[1] + (time.thread_time() - cpu) * 1000)
+
         return timed
 
     def turn_done(self, request_at: float) -> None:
@@ -722,12 +817,15 @@ class PhaseProbe:
                 sums["recall"] = total
                 sums["gc (any thread)"] = (collected * 1000, 0.0)
                 self.samples.append(sums)
+
         return root
 
     def report(self, label: str) -> None:
         """Each phase's wall and thread CPU ms per recall (p50 / p95) and its wait (wall - CPU, p50), then forget."""
-        print(f"  phases of recall's worker, {label}, {len(self.samples)} recalls: wall p50/p95, thread CPU p50/p95, "
-              "wait p50 (ms)")
+        print(
+            f"  phases of recall's worker, {label}, {len(self.samples)} recalls: wall p50/p95, thread CPU p50/p95, "
+            "wait p50 (ms)"
+        )
         for name in (*self.TOP, "retrieve", "other", "recall", "gc (any thread)"):
             pairs = [s[name] for s in self.samples if name in s]
             if not pairs:
@@ -735,15 +833,19 @@ class PhaseProbe:
             (w50, w95), (c50, c95) = p50_p95([w for w, _ in pairs]), p50_p95([c for _, c in pairs])
             wait50, _ = p50_p95([w - c for w, c in pairs])
             print(f"    {name:<15}{w50:>7.2f} /{w95:>6.2f}{c50:>9.2f} /{c95:>6.2f}{wait50:>9.2f}")
-        print(f"    collections during the recalls, by generation 0 / 1 / 2: {' / '.join(map(str, self.generations))}; "
-              f"in the recall's thread, by phase: {', '.join(f'{k} {v}' for k, v in self.gc_in.most_common()) or '-'}")
+        print(
+            f"    collections during the recalls, by generation 0 / 1 / 2: {' / '.join(map(str, self.generations))}; "
+            f"in the recall's thread, by phase: {', '.join(f'{k} {v}' for k, v in self.gc_in.most_common()) or '-'}"
+        )
         self.gc_in.clear()
         self.samples.clear()
         self.generations = [0, 0, 0]
         if self.on_path:
             (o50, o95), share = p50_p95(self.on_path), sum(1 for v in self.on_path if v > 0) / len(self.on_path)
-            print(f"    memory:recalled before the request left: {o50:.2f} / {o95:.2f} ms (p50 / p95), "
-                  f"in {share:.0%} of turns")
+            print(
+                f"    memory:recalled before the request left: {o50:.2f} / {o95:.2f} ms (p50 / p95), "
+                f"in {share:.0%} of turns"
+            )
         self.on_path.clear()
 
 
@@ -793,6 +895,7 @@ class TurnTimeline:
             async def handler(event: str, data: dict[str, Any]) -> Any:
                 self.at.setdefault(name, time.perf_counter())
                 return HookResult(action="continue")
+
             return handler
 
         hooks = session.session.coordinator.hooks
@@ -823,10 +926,12 @@ class TurnTimeline:
         import contextlib
         import os
 
-        print(f"  the turn's path, {label}, {len(self.rows['request leaves'])} turns (ms from prompt:submit or "
-              "durations; p50 / p95): the worker's embedding includes its content words; the handler's end is from the "
-              "later of the recall's end and the request reaching it to the next handler (wake-up, the block, one "
-              "dispatch hop)")
+        print(
+            f"  the turn's path, {label}, {len(self.rows['request leaves'])} turns (ms from prompt:submit or "
+            "durations; p50 / p95): the worker's embedding includes its content words; the handler's end is from the "
+            "later of the recall's end and the request reaching it to the next handler (wake-up, the block, one "
+            "dispatch hop)"
+        )
         for name, values in self.rows.items():
             p50, p95 = p50_p95(values)
             print(f"    {name:<18}{p50:>7.2f} /{p95:>6.2f}")
@@ -838,12 +943,16 @@ class TurnTimeline:
 def print_thread_cpu(by_thread: dict[str, dict[str, dict[str, list[float]]]]) -> None:
     """Each thread group's CPU ms over prompt:submit -> first request, mean with recall on / off, per bucket."""
     groups = sorted({g for spent in by_thread.values() for side in spent.values() for g in side})
-    print("\nCPU ms by thread group over the same span, mean with recall on / off (the span's /proc reads, ~0.5 ms, "
-          "count in loop):")
+    print(
+        "\nCPU ms by thread group over the same span, mean with recall on / off (the span's /proc reads, ~0.5 ms, "
+        "count in loop):"
+    )
     print(f"{'prompt':<12}" + "".join(f"{g:>20}" for g in groups))
     for label, spent in by_thread.items():
-        means = [(statistics.fmean(spent["on"].get(g) or [0.0]), statistics.fmean(spent["off"].get(g) or [0.0]))
-                 for g in groups]
+        means = [
+            (statistics.fmean(spent["on"].get(g) or [0.0]), statistics.fmean(spent["off"].get(g) or [0.0]))
+            for g in groups
+        ]
         cells = [f"{on:>12.2f} /{off:>6.2f}" for on, off in means]
         print(f"{label:<12}" + "".join(cells))
 
@@ -864,8 +973,14 @@ async def fill_store(samples: list[dict[str, Any]], root: Path, ident: str, coun
     for i in range(count):
         kind = "preference" if i % 50 == 0 else "decision" if i % 50 == 1 else "note"
         text = turns[i % len(turns)] + (f" (round {i // len(turns) + 1})" if i >= len(turns) else "")
-        records.append(MemoryRecord(id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{ident}/{i}")), content=text, kind=kind,
-                                    created_at=f"2026-0{1 + i % 9}-1{i % 10}T12:00:00Z"))
+        records.append(
+            MemoryRecord(
+                id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{ident}/{i}")),
+                content=text,
+                kind=kind,
+                created_at=f"2026-0{1 + i % 9}-1{i % 10}T12:00:00Z",
+            )
+        )
     started = time.perf_counter()
     runtime.memory().import_records(records)
     print(f"  filled {count} memories in {time.perf_counter() - started:.0f} s", file=sys.stderr)
@@ -915,10 +1030,6 @@ def side_by_side(args: argparse.Namespace) -> int:
         trees = {f"switch={n}ms": (None, ["--switch-ms", n]) for n in args.vs_switch_ms.split(",")}
     elif args.vs_embed_threads:
         trees = {f"embed={n}": (None, ["--embed-threads", n]) for n in args.vs_embed_threads.split(",")}
-    elif args.vs_start_at:
-        trees = {f"start={n}": (None, ["--start-at", n]) for n in args.vs_start_at.split(",")}
-    elif args.vs_prompt_handler:
-        trees = {f"prompt={n}": (None, ["--prompt-handler", n]) for n in args.vs_prompt_handler.split(",")}
     elif args.vs_env:
         trees = {f"{n}": (child_env(n), []) for n in args.vs_env.split(",")}
     else:
@@ -934,9 +1045,22 @@ def side_by_side(args: argparse.Namespace) -> int:
         order = list(trees.items()) if round_no % 2 == 0 else list(reversed(trees.items()))
         for side, (name, (env, extra)) in enumerate(order):
             out = workdir / f"side-{round_no}-{side}.json"
-            cmd = [sys.executable, str(Path(__file__).resolve()), "--latency-only", "--fill-only", "--store-dir",
-                   str(workdir), "--per-bucket", str(args.per_bucket), "--idle-ms", str(args.idle_ms),
-                   "--samples-json", str(out), *extra, *(["--no-embed-spin"] if args.no_embed_spin else [])]
+            cmd = [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--latency-only",
+                "--fill-only",
+                "--store-dir",
+                str(workdir),
+                "--per-bucket",
+                str(args.per_bucket),
+                "--idle-ms",
+                str(args.idle_ms),
+                "--samples-json",
+                str(out),
+                *extra,
+                *(["--no-embed-spin"] if args.no_embed_spin else []),
+            ]
             print(f"round {round_no + 1}/{args.rounds}: {name}", file=sys.stderr)
             subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
             for bucket, cols in json.loads(out.read_text()).items():
@@ -945,8 +1069,10 @@ def side_by_side(args: argparse.Namespace) -> int:
                     into.setdefault(col, []).extend(values)
                 for col, on, off in (("added", "on_first", "off_first"), ("cpu+", "on_cpu", "off_cpu")):
                     into.setdefault(col, []).extend(minus_median(cols[on], cols[off]))
-    print(f"\nLatency at {args.latency_fill} memories, {' against '.join(names)} in one run: {args.rounds} rounds "
-          f"x {args.per_bucket} prompts a bucket, sides alternating; ms p50 / p95")
+    print(
+        f"\nLatency at {args.latency_fill} memories, {' against '.join(names)} in one run: {args.rounds} rounds "
+        f"x {args.per_bucket} prompts a bucket, sides alternating; ms p50 / p95"
+    )
     columns = ("added", "cpu+", "work", "wait", "search", "embed")
     print(f"{'prompt':<12}" + "".join(f"{f'{col} {name}':>22}" for col in columns for name in names))
     for bucket in pooled[names[0]]:
@@ -956,9 +1082,11 @@ def side_by_side(args: argparse.Namespace) -> int:
                 p50, p95 = p50_p95(pooled[name][bucket][col])
                 cells.append(f"{p50:>15.1f} /{p95:>5.1f}")
         print(f"{bucket:<12}" + "".join(cells))
-    print("(added: the target's figure; cpu+: the process's CPU over the same span, all threads; work: the recall's "
-          "own time in its worker; wait: what the request's handler waited; search: memory_search for the same "
-          "prompt; embed: recall's query embedding (of recall.query_words of the prompt) alone)")
+    print(
+        "(added: the target's figure; cpu+: the process's CPU over the same span, all threads; work: the recall's "
+        "own time in its worker; wait: what the request's handler waited; search: memory_search for the same "
+        "prompt; embed: recall's query embedding (of recall.query_words of the prompt) alone)"
+    )
     return 0
 
 
@@ -993,7 +1121,8 @@ async def main_async(args: argparse.Namespace) -> int:
         rows_by_half: dict[str, list[dict[str, Any]]] = {}
         for name, half in halves.items():
             rows_by_half[name] = [
-                row for s in half
+                row
+                for s in half
                 for row in measure_signals(s, [o for o in half if o is not s], workdir, ids[s["sample_id"]])
             ]
         from amplifier_module_tool_agent_memory.config import RecallConfig
@@ -1004,11 +1133,14 @@ async def main_async(args: argparse.Namespace) -> int:
 
     if not args.latency_only:
         print("\nThrough loop-basic (one turn per question; the recorded request's injected text):")
-        print(f"{'half':<6}{'own q':>6}{'evidence':>10}{'injected':>10}{'tok p50':>9}{'tok p95':>9}{'tok max':>8}"
-              f"{'foreign':>9}{'nothing':>10}   why nothing (own)")
+        print(
+            f"{'half':<6}{'own q':>6}{'evidence':>10}{'injected':>10}{'tok p50':>9}{'tok p95':>9}{'tok max':>8}"
+            f"{'foreign':>9}{'nothing':>10}   why nothing (own)"
+        )
         for name, half in halves.items():
-            results = [await end_to_end(s, [o for o in half if o is not s], workdir, ids[s["sample_id"]], gate)
-                       for s in half]
+            results = [
+                await end_to_end(s, [o for o in half if o is not s], workdir, ids[s["sample_id"]], gate) for s in half
+            ]
             report(name, results)
 
     if args.long_prompts:
@@ -1024,85 +1156,125 @@ async def main_async(args: argparse.Namespace) -> int:
             await fill_store(all_samples, workdir, ident, args.latency_fill)
             print(f"\nLatency at {args.latency_fill} memories, query cache off:")
             out = Path(args.samples_json) if args.samples_json else None
-            await latency(all_samples, workdir, ident, gate, args.per_bucket, out, args.query_words, args.idle_ms,
-                          args.threads, args.search_threads, args.old_control, args.phases, args.embed_threads,
-                          args.switch_ms, args.timeline)
-    print(f"\ntotal {time.perf_counter() - started:.0f} s; timings on a shared 2-core machine are noisy: "
-          "compare the on/off columns of one run")
+            await latency(
+                all_samples,
+                workdir,
+                ident,
+                gate,
+                args.per_bucket,
+                out,
+                args.query_words,
+                args.idle_ms,
+                args.threads,
+                args.search_threads,
+                args.old_control,
+                args.phases,
+                args.embed_threads,
+                args.switch_ms,
+                args.timeline,
+            )
+    print(
+        f"\ntotal {time.perf_counter() - started:.0f} s; timings on a shared 2-core machine are noisy: "
+        "compare the on/off columns of one run"
+    )
     return 0
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store-dir", help="keep the stores here and reuse them on the next run")
-    parser.add_argument("--dump-signals", metavar="FILE",
-                        help="write every TUNE and HELD prompt's block and candidates' signals (JSON), then stop")
+    parser.add_argument(
+        "--dump-signals",
+        metavar="FILE",
+        help="write every TUNE and HELD prompt's block and candidates' signals (JSON), then stop",
+    )
     parser.add_argument("--tune", action="store_true", help="tune the gate's bars on TUNE first, then report both")
     parser.add_argument("--floor", type=float, default=0.75, help="foreign-nothing share the tuning must keep on TUNE")
     parser.add_argument("--latency", action="store_true", help="measure the latency the hook adds")
     parser.add_argument("--latency-only", action="store_true", help="only the latency (no evidence figures)")
     parser.add_argument("--latency-fill", type=int, default=10_000, help="memories of the latency store (0: none)")
-    parser.add_argument("--long-prompts", action="store_true",
-                        help="evidence / foreign nothing of 30- and 60-word prompts, query embedding bounded vs whole")
+    parser.add_argument(
+        "--long-prompts",
+        action="store_true",
+        help="evidence / foreign nothing of 30- and 60-word prompts, query embedding bounded vs whole",
+    )
     parser.add_argument("--query-words", type=int, help="recall.query_words of the latency sessions (0: whole prompt)")
     parser.add_argument("--fill-only", action="store_true", help="latency on the filled store only")
     parser.add_argument("--samples-json", help="write the filled store's latency samples here (JSON)")
     parser.add_argument("--per-bucket", type=int, default=60, help="prompts per length bucket")
-    parser.add_argument("--idle-ms", type=float, default=100.0,
-                        help="latency: ms between a session being ready and its first prompt (0: a prompt given with "
-                        "the command)")
-    parser.add_argument("--threads", action="store_true",
-                        help="latency: also each thread group's CPU over the span (Linux; adds the /proc reads to it)")
-    parser.add_argument("--old-control", action="store_true",
-                        help="latency: also the control used until session 9 (one recall-off session for all prompts, "
-                        "its later turns not first turns), in columns of its own")
-    parser.add_argument("--timeline", action="store_true",
-                        help="latency: when each step of a recall-on turn's path happened (the worker, the embedding, "
-                        "the request reaching and leaving recall's handler)")
-    parser.add_argument("--phases", action="store_true",
-                        help="latency: where recall's worker spends its time, by phase (wall and thread CPU)")
-    parser.add_argument("--base", help="latency: a git revision measured in the same run, alternating with this tree "
-                        "(the filled store only; its package, this script)")
+    parser.add_argument(
+        "--idle-ms",
+        type=float,
+        default=100.0,
+        help="latency: ms between a session being ready and its first prompt (0: a prompt given with the command)",
+    )
+    parser.add_argument(
+        "--threads",
+        action="store_true",
+        help="latency: also each thread group's CPU over the span (Linux; adds the /proc reads to it)",
+    )
+    parser.add_argument(
+        "--old-control",
+        action="store_true",
+        help="latency: also the control used until session 9 (one recall-off session for all prompts, "
+        "its later turns not first turns), in columns of its own",
+    )
+    parser.add_argument(
+        "--timeline",
+        action="store_true",
+        help="latency: when each step of a recall-on turn's path happened (the worker, the embedding, "
+        "the request reaching and leaving recall's handler)",
+    )
+    parser.add_argument(
+        "--phases",
+        action="store_true",
+        help="latency: where recall's worker spends its time, by phase (wall and thread CPU)",
+    )
+    parser.add_argument(
+        "--base",
+        help="latency: a git revision measured in the same run, alternating with this tree "
+        "(the filled store only; its package, this script)",
+    )
     parser.add_argument("--base-first", action="store_true", help="with --base: the base's side runs first")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each side with --base / --vs-search-threads")
-    parser.add_argument("--search-threads", type=int,
-                        help="latency: storage.search_threads of the store (0: Edge's own)")
-    parser.add_argument("--vs-search-threads",
-                        help="latency: storage.search_threads values, e.g. 1,0, side by side in one run (filled store)")
-    parser.add_argument("--embed-threads", type=int,
-                        help="latency: embeddings.threads (intra-op threads of the model) of the recall-on sessions")
-    parser.add_argument("--vs-embed-threads",
-                        help="latency: embeddings.threads values of the recall-on sessions, e.g. 1,2, side by side in "
-                        "one run (filled store)")
-    parser.add_argument("--no-embed-spin", action="store_true",
-                        help="latency: onnxruntime's intra-op pool threads sleep between runs instead of spinning "
-                        "(session.intra_op.allow_spinning=0; only matters with --embed-threads above 1)")
-    parser.add_argument("--switch-ms", type=float,
-                        help="latency: the interpreter's switch interval in ms (sys.setswitchinterval; Python's is 5)")
+    parser.add_argument(
+        "--search-threads", type=int, help="latency: storage.search_threads of the store (0: Edge's own)"
+    )
+    parser.add_argument(
+        "--vs-search-threads",
+        help="latency: storage.search_threads values, e.g. 1,0, side by side in one run (filled store)",
+    )
+    parser.add_argument(
+        "--embed-threads",
+        type=int,
+        help="latency: embeddings.threads (intra-op threads of the model) of the recall-on sessions",
+    )
+    parser.add_argument(
+        "--vs-embed-threads",
+        help="latency: embeddings.threads values of the recall-on sessions, e.g. 1,2, side by side in "
+        "one run (filled store)",
+    )
+    parser.add_argument(
+        "--no-embed-spin",
+        action="store_true",
+        help="latency: onnxruntime's intra-op pool threads sleep between runs instead of spinning "
+        "(session.intra_op.allow_spinning=0; only matters with --embed-threads above 1)",
+    )
+    parser.add_argument(
+        "--switch-ms",
+        type=float,
+        help="latency: the interpreter's switch interval in ms (sys.setswitchinterval; Python's is 5)",
+    )
     parser.add_argument("--vs-switch-ms", help="latency: switch intervals in ms, e.g. 5,1, side by side in one run")
-    parser.add_argument("--start-at", choices=("prompt", "request"),
-                        help="latency: where the turn's recall starts (recall_hooks' private knob): at prompt:submit "
-                        "(the default) or at the first provider:request")
-    parser.add_argument("--vs-start-at", help="latency: both starts, e.g. prompt,request, side by side in one run")
-    parser.add_argument("--prompt-handler", choices=("async", "sync"),
-                        help="latency: recall's prompt:submit handler (recall_hooks' private knob): a coroutine run on "
-                        "the event loop (the default) or a function amplifier-core calls on its own thread")
-    parser.add_argument("--vs-prompt-handler", help="latency: both handlers, e.g. async,sync, side by side in one run")
-    parser.add_argument("--vs-env", help="latency: environments of the whole process side by side in one run, e.g. "
-                        "TOKIO_WORKER_THREADS=-,TOKIO_WORKER_THREADS=1 (-: unset)")
+    parser.add_argument(
+        "--vs-env",
+        help="latency: environments of the whole process side by side in one run, e.g. "
+        "TOKIO_WORKER_THREADS=-,TOKIO_WORKER_THREADS=1 (-: unset)",
+    )
     args = parser.parse_args()
     if args.no_embed_spin:
         no_spinning()
-    if args.start_at:
-        from amplifier_module_tool_agent_memory.amplifier import recall_hooks
-
-        recall_hooks._RECALL_STARTS_AT = args.start_at
-    if args.prompt_handler:
-        from amplifier_module_tool_agent_memory.amplifier import recall_hooks
-
-        recall_hooks._PROMPT_HANDLER = args.prompt_handler
-    sides = (args.vs_search_threads, args.vs_embed_threads, args.vs_switch_ms, args.vs_start_at, args.vs_env,
-             args.vs_prompt_handler)
+    sides = (args.vs_search_threads, args.vs_embed_threads, args.vs_switch_ms, args.vs_env)
     if args.base or any(sides):
         if not DATA.exists():
             print(f"SKIP: LoCoMo data not found at {DATA} (it lives in ../shared/data, outside the repository)")

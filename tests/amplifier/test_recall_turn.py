@@ -14,6 +14,7 @@ import asyncio
 import re
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -97,20 +98,15 @@ async def test_a_superseded_preference_is_left_out_of_the_briefing(start_stack: 
     assert older not in event["briefing_ids"]
 
 
-@pytest.mark.parametrize(("starts_at", "handler"), [("prompt", "async"), ("request", "async"), ("prompt", "sync")])
 async def test_the_block_is_on_every_request_of_the_turn(
-    start_stack: StackFactory, monkeypatch: pytest.MonkeyPatch, starts_at: str, handler: str
+    start_stack: StackFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The benchmark's variants ("request": recall started by the turn's first provider:request; "sync": the
-    # prompt:submit handler a plain function amplifier-core calls on its own thread) must give the same requests, or
-    # their latency figures would compare unlike things.
-    monkeypatch.setattr(recall_hooks, "_RECALL_STARTS_AT", starts_at)
-    monkeypatch.setattr(recall_hooks, "_PROMPT_HANDLER", handler)
-    threads: list[str] = []
+    threads: list[tuple[str, str]] = []
     compute = recall_hooks.compute
 
     def recorded(*args: Any) -> Any:
-        threads.append(threading.current_thread().name)
+        comm = Path(f"/proc/self/task/{threading.get_native_id()}/comm")
+        threads.append((threading.current_thread().name, comm.read_text().strip() if comm.exists() else ""))
         return compute(*args)
 
     monkeypatch.setattr(recall_hooks, "compute", recorded)
@@ -130,9 +126,11 @@ async def test_the_block_is_on_every_request_of_the_turn(
     # the next turn's prompt is recalled afresh: unrelated, nothing
     await stack.turn(UNRELATED, say("ok"))
     assert _injected(stack.provider.requests[-1]) == []
-    # each turn's recall ran once, in the pool the variant names (a silent fallback would not count)
+    # each turn's recall ran once, in the recall pool (started from amplifier-core's thread: a coroutine handler would
+    # use the loop's executor), whose OS thread is named apart from the tokio thread that started it (Linux)
     assert len(threads) == 2
-    assert all(name.startswith("agent-memory-recall") == (handler == "sync") for name in threads)
+    assert all(name.startswith("agent-memory-recall") for name, _ in threads)
+    assert all(comm in ("", recall_hooks._THREAD_NAME.decode()) for _, comm in threads)
 
 
 async def test_a_request_that_comes_before_the_loop_adopts_the_recall_reads_its_own_turn(
@@ -141,7 +139,6 @@ async def test_a_request_that_comes_before_the_loop_adopts_the_recall_reads_its_
     # The plain prompt:submit handler runs on amplifier-core's thread and hands its recall to the loop by a callback.
     # Were the orchestrator to reach the request before that callback ran, the request must still read this turn's
     # recall: never nothing for a relevant prompt, never the previous turn's block for the next one.
-    monkeypatch.setattr(recall_hooks, "_PROMPT_HANDLER", "sync")
     loop = asyncio.get_running_loop()
     soon = loop.call_soon_threadsafe
     delayed: list[str] = []

@@ -59,27 +59,38 @@ TURN_END = "orchestrator:complete"
 EMIT_DELAY_S = 0.02
 # Before the session's other context hooks run their own work (lower runs first), after policy hooks.
 PRIORITY = 20
-# Where the turn's recall starts: "prompt" (at prompt:submit, overlapping the orchestrator's work before the
-# first request) or "request" (at the first provider:request, the handler waiting on it). Private: a benchmark
-# knob (benchmarks/recall.py --vs-start-at) to measure whether the overlap pays on 2 shared cores, not a setting.
-_RECALL_STARTS_AT = "prompt"
-# How the prompt:submit handler runs: "sync" (a plain function: amplifier-core calls it on its own runtime thread,
-# which submits the worker at once; the loop only adopts it) or "async" (a coroutine: the core hands it to the event
-# loop and waits for it, a round trip through the loop before the worker starts). Sync: added p50 0.3-1.4 ms lower in
-# 10 of 12 bucket-runs of three same-run lane comparisons (docs/recall.md, session 13). Private: a benchmark knob
-# (--vs-prompt-handler), not a setting; a host that registers outside a running loop gets the coroutine.
-_PROMPT_HANDLER = "sync"
+# The recall threads' OS name (at most 15 bytes): a thread a pool starts inherits the name of the one that started it
+# (amplifier-core's tokio runtime thread), so without it a per-thread CPU count (benchmarks/recall.py --threads) put
+# recall's worker under tokio's.
+_THREAD_NAME = b"memory-recall"
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
+def _name_thread() -> None:
+    """The pool's initializer: name the OS thread (Linux; elsewhere, or without libc, it keeps the inherited one)."""
+    import contextlib
+    import ctypes
+
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None).prctl(15, _THREAD_NAME, 0, 0, 0)  # PR_SET_NAME; libc is in the process's own symbols
+
+
 def _recall_pool() -> concurrent.futures.ThreadPoolExecutor:
-    """The process's recall threads, long-lived, for a handler that runs off the event loop (no loop executor)."""
+    """The process's recall threads, long-lived, for a handler that runs off the event loop (no loop executor).
+
+    At most 4, so a sub-agent's recall or a late one never queues behind another. A pool, not one dedicated thread on
+    a plain queue: from submit to the worker's first line both took 0.12-0.14 ms p50 after 50 ms idle (lane, 300
+    alternating pairs, session 14), the same within 0.02 ms."""
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="agent-memory-recall")
+            _pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=4, thread_name_prefix="agent-memory-recall", initializer=_name_thread
+            )
         return _pool
+
+
 RECALL_TAG = "agent-memory-recall"
 BRIEFING_TAG = "agent-memory-briefing"
 RECALL_INTRO = "Memories that may bear on this request, recalled automatically (not from the user). {more}"
@@ -113,8 +124,6 @@ class SessionRecall:
 
     wants_briefing: bool
     task: asyncio.Future[TurnWork] | None = None
-    # The turn's recall not started yet (``_RECALL_STARTS_AT == "request"``): started by the first request.
-    deferred: Callable[[], asyncio.Future[TurnWork]] | None = None
     briefing: asyncio.Future[Briefing] | None = None
     briefed: bool = False
     running: set[asyncio.Future[Any]] = field(default_factory=set)
@@ -161,7 +170,9 @@ def compute_briefing(runtime: AgentMemory) -> Briefing:
     started = time.perf_counter()
     config = runtime.config.recall
     block, ids = render_block(
-        BRIEFING_TAG, BRIEFING_INTRO.format(more=HOW_TO_MORE), Recaller(runtime.memory(), config).briefing(),
+        BRIEFING_TAG,
+        BRIEFING_INTRO.format(more=HOW_TO_MORE),
+        Recaller(runtime.memory(), config).briefing(),
         config.briefing_tokens,
     )
     return Briefing(block, ids, (time.perf_counter() - started) * 1000)
@@ -240,32 +251,17 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
         if state.wants_briefing and not state.briefed and runtime.is_ready():
             state.briefing = in_worker(compute_briefing, runtime)
 
-    async def on_prompt(event: str, data: dict[str, Any]) -> Any:
-        from amplifier_core.models import HookResult
-
-        try:
-            state.emit_pending()  # a previous turn's last event, if its turn did not end as usual
-            prompt = str((data or {}).get("prompt") or "")
-            state.task = None  # a previous turn's recall still running finishes; its result is dropped
-            state.deferred = None
-            if prompt.strip() and runtime.is_ready():
-                if _RECALL_STARTS_AT == "request":
-                    state.deferred = lambda: in_worker(compute, runtime, prompt)
-                else:
-                    state.task = in_worker(compute, runtime, prompt)
-                if state.briefing is None:
-                    start_briefing()
-        except Exception:
-            logger.exception("starting recall failed")
-        return HookResult(action="continue")
-
     loop = _running_loop()
+    if loop is not None:
+        # A recall thread started now, at mount: the first turn's recall then neither creates it nor names it.
+        _recall_pool().submit(int)
 
-    def on_prompt_sync(event: str, data: dict[str, Any]) -> Any:
-        """``on_prompt`` called by amplifier-core on its own thread: the worker starts here, the loop adopts it."""
+    def on_prompt(event: str, data: dict[str, Any]) -> Any:
+        """The turn's recall, started at once in the recall pool. A plain function: amplifier-core calls it on its own
+        runtime thread, so the worker starts without a round trip through the event loop (a coroutine handler is
+        handed to the loop and waited for); the loop adopts the running recall."""
         from amplifier_core.models import HookResult
 
-        assert loop is not None
         try:
             prompt = str((data or {}).get("prompt") or "")
             started = None
@@ -275,7 +271,9 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
             # first if the loop has not yet, so a request never reads the previous turn's recall, whatever order
             # the host delivers the loop's callback and the orchestrator's next step in.
             state.incoming.append(started)
-            if _running_loop() is loop:
+            if loop is None:
+                pass  # registered outside a running loop: the turn's first request adopts it
+            elif _running_loop() is loop:
                 adopt_incoming()  # a host that calls a plain handler on the loop itself
             else:
                 loop.call_soon_threadsafe(adopt_incoming)
@@ -289,11 +287,11 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
             adopt(state.incoming.popleft())
 
     def adopt(started: concurrent.futures.Future[TurnWork] | None) -> None:
-        """On the loop, before the orchestrator goes on (queued ahead of the dispatch's answer): the turn's recall."""
+        """On the loop, before the orchestrator goes on (queued ahead of the dispatch's answer): the turn's recall.
+        A previous turn's recall still running finishes; its result is dropped."""
         try:
-            state.emit_pending()
+            state.emit_pending()  # a previous turn's last event, if its turn did not end as usual
             state.task = None if started is None else track(asyncio.wrap_future(started))
-            state.deferred = None
             if started is not None and state.briefing is None:
                 start_briefing()
         except Exception:
@@ -305,8 +303,6 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
         waited = time.perf_counter()
         try:
             adopt_incoming()
-            if state.deferred is not None:
-                state.task, state.deferred = state.deferred(), None
             text, payload = await _injection(data or {})
         except Exception:  # never raise into the orchestrator: no injection
             logger.exception("recall failed")
@@ -315,8 +311,13 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
         emit_after_request(payload)
         if not text:
             return HookResult(action="continue")
-        return HookResult(action="inject_context", context_injection=text, context_injection_role="user",
-                          ephemeral=True, suppress_output=True)
+        return HookResult(
+            action="inject_context",
+            context_injection=text,
+            context_injection_role="user",
+            ephemeral=True,
+            suppress_output=True,
+        )
 
     def emit_after_request(payload: dict[str, Any]) -> None:
         """``memory:recalled``, emitted once the request has left: the event only reports, and emitting it
@@ -420,24 +421,30 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
         return HookResult(action="continue")
 
     unregisters = [
-        coordinator.hooks.register(PROMPT_SUBMIT, on_prompt_sync if _PROMPT_HANDLER == "sync" and loop else on_prompt,
-                                   priority=PRIORITY,
-                                   name=f"agent-memory.recall.prompt.{id(runtime):x}"),
-        coordinator.hooks.register(PROVIDER_REQUEST, on_request, priority=PRIORITY,
-                                   name=f"agent-memory.recall.request.{id(runtime):x}"),
-        coordinator.hooks.register(TURN_END, on_turn_end, priority=PRIORITY,
-                                   name=f"agent-memory.recall.turn-end.{id(runtime):x}"),
+        coordinator.hooks.register(
+            PROMPT_SUBMIT, on_prompt, priority=PRIORITY, name=f"agent-memory.recall.prompt.{id(runtime):x}"
+        ),
+        coordinator.hooks.register(
+            PROVIDER_REQUEST, on_request, priority=PRIORITY, name=f"agent-memory.recall.request.{id(runtime):x}"
+        ),
+        coordinator.hooks.register(
+            TURN_END, on_turn_end, priority=PRIORITY, name=f"agent-memory.recall.turn-end.{id(runtime):x}"
+        ),
     ]
     if state.wants_briefing:
-        unregisters += [coordinator.hooks.register(event, on_memory_changed, priority=PRIORITY,
-                                                   name=f"agent-memory.recall.changed.{id(runtime):x}")
-                        for event in memory_writes()]
+        unregisters += [
+            coordinator.hooks.register(
+                event, on_memory_changed, priority=PRIORITY, name=f"agent-memory.recall.changed.{id(runtime):x}"
+            )
+            for event in memory_writes()
+        ]
         runtime.on_session_ready.append(start_briefing)
 
     async def unregister() -> None:
         for fn in unregisters:
             if callable(fn):
                 fn()
+        adopt_incoming()  # a recall no request adopted (the turn ended before one): tracked, so waited for below
         state.emit_pending()
         if state.running:
             # A worker still reading (a briefing started at session start, a late recall) ends before the cleanup
