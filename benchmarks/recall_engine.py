@@ -12,6 +12,11 @@ process on the 10k store of ``benchmarks/recall.py`` (query cache off, sides alt
 Printed: the path's wall time and this thread's CPU time, p50 / p95, by prompt length; and the fusion's identity on
 every prompt (the same score at every rank; members differ only among candidates tied at the 50th score, which the
 engine orders by a per-process hash). Run: ``python benchmarks/recall_engine.py --store-dir DIR``.
+
+``--depths 50,25`` instead measures recall's work after the embedding (``Recaller.candidates`` with the prompt's vector
+computed beforehand: the fused query, rerank, chains, the read of the 10 and their coverage) at each candidate depth
+(``memory/recall.py`` ``_DEPTH``), the depths alternating per prompt, a ``--pause-ms`` pause before each call (a turn
+follows the user's idle time, and work after a pause runs slower).
 """
 
 from __future__ import annotations
@@ -132,6 +137,53 @@ class Paths:
         self.runtime.close()
 
 
+class CachedVectors:
+    """The embedder's query vectors computed beforehand, so a timed recall holds only the engine's work after it."""
+
+    def __init__(self, embedder: Any, texts: list[str]) -> None:
+        self.vectors = {text: embedder.embed_query(text) for text in texts}
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.vectors[text]
+
+
+def by_depth(root: Path, by_length: dict[int, list[str]], depths: list[int], rounds: int, pause_ms: float) -> None:
+    """Recall's work after the embedding at each depth, alternating per prompt; wall and thread CPU p50 / p95."""
+    from amplifier_module_tool_agent_memory.config import parse_config
+    from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
+    from amplifier_module_tool_agent_memory.memory import recall
+    from amplifier_module_tool_agent_memory.runtime import AgentMemory
+
+    cfg = parse_config({"storage_root": str(root), "embeddings": {"query_cache_size": 0}})
+    runtime = AgentMemory(cfg, ResolvedIdentity(FILL, "config"))
+    svc = runtime.memory()
+    svc.settle(60)
+    texts = [recall.embedding_text(p, cfg.recall.query_words) for t in by_length.values() for p in t]
+    svc.embedder = CachedVectors(svc.embedder, texts)  # type: ignore[assignment]
+    recaller = recall.Recaller(svc, cfg.recall)
+    wall: dict[tuple[int, int], list[float]] = {}
+    cpu: dict[tuple[int, int], list[float]] = {}
+    for round_no in range(rounds):
+        for length, prompts_of in by_length.items():
+            for i, prompt in enumerate(prompts_of):
+                shift = (i + round_no) % len(depths)
+                for depth in depths[shift:] + depths[:shift]:
+                    recall._DEPTH = depth
+                    time.sleep(pause_ms / 1000)
+                    started, started_cpu = time.perf_counter(), time.thread_time()
+                    recaller.candidates(prompt)
+                    wall.setdefault((depth, length), []).append((time.perf_counter() - started) * 1000)
+                    cpu.setdefault((depth, length), []).append((time.thread_time() - started_cpu) * 1000)
+    runtime.close()
+    print(f"10k memories, recall's work after the embedding, {rounds} rounds, depths alternating, {pause_ms:.0f} ms "
+          "pause before each; ms, p50 / p95:")
+    for length in by_length:
+        for depth in depths:
+            w, c = p50_p95(wall[(depth, length)]), p50_p95(cpu[(depth, length)])
+            print(f"  <= {length} words, depth {depth:>3}: wall {w[0]:.2f} / {w[1]:.2f}, cpu {c[0]:.2f} / {c[1]:.2f}")
+    print("(timings on a shared machine are noisy: compare the depths of one run)")
+
+
 def same_fusion(engine: list[tuple[str, float]], mine: list[tuple[str, float]]) -> bool:
     """The same score at every rank, and the same members but for those tied at the last score (the cut)."""
     if [round(s, 7) for _, s in engine] != [round(s, 7) for _, s in mine]:
@@ -145,12 +197,18 @@ def main() -> int:
     parser.add_argument("--store-dir", help="the folder benchmarks/recall.py filled (its 10k store)")
     parser.add_argument("--per-length", type=int, default=60, help="prompts per length")
     parser.add_argument("--rounds", type=int, default=2, help="rounds over the prompts")
+    parser.add_argument("--depths", help="instead: recall's work after the embedding at these depths, e.g. 50,25")
+    parser.add_argument("--pause-ms", type=float, default=20.0, help="with --depths: the pause before each call")
     args = parser.parse_args()
     if not DATA.exists():
         print(f"SKIP: LoCoMo data not found at {DATA} (it lives in ../shared/data, outside the repository)")
         return 0
     if not args.store_dir or not (Path(args.store_dir) / FILL).exists():
         print("SKIP: --store-dir must name a folder benchmarks/recall.py filled (run it with --store-dir first)")
+        return 0
+    if args.depths:
+        by_depth(Path(args.store_dir), prompts(args.per_length), [int(d) for d in args.depths.split(",")],
+                 args.rounds, args.pause_ms)
         return 0
     paths = Paths(Path(args.store_dir))
     sides = {"fused": paths.fused, "apart": paths.apart}

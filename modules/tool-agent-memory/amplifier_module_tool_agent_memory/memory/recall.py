@@ -37,7 +37,7 @@ from ..store.contract import DENSE
 from ..store.query import AnyOf, IsEmpty, Order, Scroll, all_of
 from ..tokens import chars_for, count_tokens
 from .chains import SUPERSEDED_BY, current_first
-from .ranking import RANK_FIELDS, Hit, build_request, rerank
+from .ranking import RANK_FIELDS, Hit, RetrievalParams, build_request, rerank
 from .record import MemoryFields
 
 if TYPE_CHECKING:
@@ -57,6 +57,14 @@ _FRAMING = frozenset(_FRAMING_WORDS.split())
 BRIEFING_KINDS = ("preference", "decision")
 # Fused candidates read for the gate and the block (the block keeps at most ``max_memories`` of them).
 CANDIDATES = 10
+# Recall's candidate depth: what each of the fused query's four stages reads and how many fused candidates are ranked
+# (memory_search keeps RetrievalParams' 50, so its R@10 is unchanged). Recall keeps only 10, and the fused query's
+# payload reads, their conversion and rerank grow with the depth: recall's work after the embedding at 10k memories,
+# thread CPU p50 / p95, depth 50 -> 10: 5.99 / 7.67 -> 4.38 / 5.82 ms (<= 15 words), 6.65 / 8.34 -> 5.26 / 6.54 (60
+# words) (benchmarks/recall_engine.py --depths, one run). Through loop-basic (benchmarks/recall.py), evidence injected /
+# foreign-nothing: TUNE 0.672 / 0.751 -> 0.679 / 0.757, HELD 0.700 / 0.764 -> 0.688 / 0.761 (depths 40-15 within
+# the same noise). Chosen on TUNE as the smallest depth within noise; see docs/recall.md.
+_DEPTH = 10
 # Most tokens of one memory's line (id, kind, date and about 180 characters of text): a longer memory is cut,
 # so one long memory cannot fill the block. On the tuning half of LoCoMo dev, at a 400-token budget, lines of
 # at most 60 tokens cited an evidence memory for 0.69 of questions, at most 200 tokens for 0.64.
@@ -257,6 +265,12 @@ def render_block(tag: str, intro: str, memories: Sequence[dict[str, Any]], budge
     return opening + "".join(lines) + closing, ids
 
 
+@lru_cache(maxsize=8)
+def _recall_params(params: RetrievalParams, depth: int) -> RetrievalParams:
+    """``params`` with recall's candidate depth (cached: a Recaller is made per prompt, the params rarely change)."""
+    return replace(params, prefetch_limit=depth, candidates=max(depth, CANDIDATES))
+
+
 class Recaller:
     """Recall and briefing over one identity's long-term memory (synchronous; the hook runs it off the loop)."""
 
@@ -270,11 +284,11 @@ class Recaller:
         """The fused candidates for ``prompt`` (chains resolved: newest first, superseded marked), each one's
         (coverage, cosine), and the prompt's number of content words.
 
-        One fused query ranks as memory_search does, reading of its 50 candidates only the fields the ranking
-        needs; one read of the best 10 then brings their whole (checksummed) payloads and their dense vectors, for
-        the cosines. Reading and checking the 50 whole payloads cost more than the query itself. ``prompt_words``:
-        the content words as another thread computes them beside the embedding (see :class:`PromptWords`); without
-        them they are computed first, and a prompt without any is not embedded.
+        One fused query ranks as memory_search does, but ``_DEPTH`` deep instead of 50, reading of its candidates
+        only the fields the ranking needs; one read of the best 10 then brings their whole (checksummed) payloads and
+        their dense vectors, for the cosines. Reading and checking whole payloads of all 50 cost more than the query.
+        ``prompt_words``: the content words as another thread computes them beside the embedding (see
+        :class:`PromptWords`); without them they are computed first, and a prompt without any is not embedded.
         """
         early = content_words(prompt) if prompt_words is None else prompt_words.known()
         if early is not None and not early:
@@ -285,8 +299,9 @@ class Recaller:
         if not words:
             return [], [], 0
         svc.caught_up()
-        request = replace(build_request(prompt, vec, None, svc.params), with_payload=RANK_FIELDS)
-        ranked = current_first(svc.coll, rerank(svc.coll.query(request), CANDIDATES, svc.clock(), svc.params), True)
+        params = _recall_params(svc.params, _DEPTH)
+        request = replace(build_request(prompt, vec, None, params), with_payload=RANK_FIELDS)
+        ranked = current_first(svc.coll, rerank(svc.coll.query(request), CANDIDATES, svc.clock(), params), True)
         hits, cosines = self._read(vec, ranked[:CANDIDATES])
         texts = [_with_remark(h.stored) for h in hits]
         matches = [(coverage(words, text), cosines.get(h.id, 0.0)) for h, text in zip(hits, texts, strict=True)]

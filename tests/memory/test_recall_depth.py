@@ -1,0 +1,61 @@
+"""Recall's candidate depth: its fused query reads fewer candidates than memory_search, which keeps its own."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from amplifier_module_tool_agent_memory.config import RecallConfig
+from amplifier_module_tool_agent_memory.memory.models import MemoryRecord, MemorySearchInput
+from amplifier_module_tool_agent_memory.memory.ranking import RetrievalParams
+from amplifier_module_tool_agent_memory.memory.recall import _DEPTH, CANDIDATES, Recaller
+from amplifier_module_tool_agent_memory.runtime import AgentMemory
+from amplifier_module_tool_agent_memory.store.query import Fused, Search
+
+# More memories matching the prompt than recall's depth, fewer than memory_search's; one named differently each.
+SERVICES = ("billing", "search", "payments", "invoices", "mailer", "gateway", "ledger", "reports", "exports", "imports",
+            "auth", "profiles", "catalog", "orders", "shipping", "returns", "pricing", "coupons", "reviews", "media",
+            "thumbnails", "webhooks", "scheduler", "archive", "metrics", "alerts", "backups", "tenants", "quotas",
+            "audit")
+
+
+def _depths(request: Search) -> tuple[int, list[int]]:
+    assert isinstance(request.query, Fused)
+    return request.limit, [stage.limit for stage in request.query.stages]
+
+
+def test_recall_reads_its_own_depth_and_memory_search_keeps_fifty(
+    make_runtime: Callable[..., AgentMemory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert CANDIDATES <= _DEPTH < RetrievalParams().candidates
+    svc = make_runtime().memory()
+    texts = [f"The deploy of the {name} service runs every Friday at {i % 12 + 1} pm."
+             for i, name in enumerate(SERVICES)]
+    records = [MemoryRecord(id=str(uuid.uuid5(uuid.NAMESPACE_URL, t)), content=t, kind="fact",
+                            created_at="2026-01-10T12:00:00Z") for t in texts]
+    svc.import_records(records)
+    requests: list[Search] = []
+    answers: list[int] = []
+    query = svc.coll.query
+
+    def spy(request: Search) -> Any:
+        requests.append(request)
+        points = query(request)
+        answers.append(len(points))
+        return points
+
+    monkeypatch.setattr(svc.coll, "query", spy)
+    hits, matches, _ = Recaller(svc, RecallConfig()).candidates("When does the deploy of the reports service run?")
+    assert _depths(requests[0]) == (_DEPTH, [_DEPTH] * 4)
+    assert answers[0] == _DEPTH  # every memory matches: the engine stopped at recall's depth
+    assert len(hits) == len(matches) == CANDIDATES
+    assert hits[0].payload["content"] == texts[7]
+
+    found = svc.search(MemorySearchInput(query="When does the deploy of the reports service run?", limit=5))
+    params = RetrievalParams()
+    assert _depths(requests[1]) == (params.candidates, [params.prefetch_limit] * 4)
+    assert answers[1] == len(SERVICES)  # memory_search still reads every candidate up to its 50
+    assert found[0]["content"] == texts[7]
