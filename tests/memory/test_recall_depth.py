@@ -1,4 +1,5 @@
-"""Recall's candidate depth: its fused query reads fewer candidates than memory_search, which keeps its own."""
+"""Recall's candidate depth: its fused query reads fewer candidates than memory_search, which keeps its own, and at
+that depth brings the whole payloads and vectors recall needs itself (no second read)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from amplifier_module_tool_agent_memory.config import RecallConfig
 from amplifier_module_tool_agent_memory.memory.models import MemoryRecord, MemorySearchInput
-from amplifier_module_tool_agent_memory.memory.ranking import RetrievalParams
+from amplifier_module_tool_agent_memory.memory.ranking import Hit, RetrievalParams
 from amplifier_module_tool_agent_memory.memory.recall import _DEPTH, CANDIDATES, Recaller
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
 from amplifier_module_tool_agent_memory.store.query import Fused, Search
@@ -47,15 +48,38 @@ def test_recall_reads_its_own_depth_and_memory_search_keeps_fifty(
         answers.append(len(points))
         return points
 
+    reads: list[list[str]] = []
+    retrieve = svc.coll.retrieve
     monkeypatch.setattr(svc.coll, "query", spy)
+    monkeypatch.setattr(svc.coll, "retrieve", lambda ids, **kw: reads.append(list(ids)) or retrieve(ids, **kw))
     hits, matches, _ = Recaller(svc, RecallConfig()).candidates("When does the deploy of the reports service run?")
     assert _depths(requests[0]) == (_DEPTH, [_DEPTH] * 4)
+    assert requests[0].with_payload is True and requests[0].with_vector == ("dense",)
     assert answers[0] == _DEPTH  # every memory matches: the engine stopped at recall's depth
+    assert reads == []  # the query brought everything
     assert len(hits) == len(matches) == CANDIDATES
-    assert hits[0].payload["content"] == texts[7]
+    assert hits[0].payload["content"] == texts[7] and hits[0].payload["kind"] == "fact"  # whole payloads
+    assert matches[0][1] > 0.5  # the cosine of the prompt and the memory it names, from the query's vector
 
     found = svc.search(MemorySearchInput(query="When does the deploy of the reports service run?", limit=5))
     params = RetrievalParams()
     assert _depths(requests[1]) == (params.candidates, [params.prefetch_limit] * 4)
     assert answers[1] == len(SERVICES)  # memory_search still reads every candidate up to its 50
     assert found[0]["content"] == texts[7]
+
+
+def test_a_candidate_the_query_did_not_bring_is_read(make_runtime: Callable[..., AgentMemory]) -> None:
+    # A chain's newest memory that the search did not return joins the candidates without a vector: it is read.
+    svc = make_runtime().memory()
+    texts = [f"The deploy of the {name} service runs every Friday." for name in SERVICES[:3]]
+    svc.import_records([MemoryRecord(id=str(uuid.uuid5(uuid.NAMESPACE_URL, t)), content=t, kind="fact",
+                                     created_at="2026-01-10T12:00:00Z") for t in texts])
+    recaller = Recaller(svc, RecallConfig())
+    vec = svc.embedder.embed_query("deploy of the billing service")
+    points = {str(p.id): p for p in svc.coll.retrieve([str(uuid.uuid5(uuid.NAMESPACE_URL, t)) for t in texts],
+                                                       with_vector=("dense",))}
+    ranked = [Hit(i, 1.0, {}) for i in points]
+    everything = recaller._read(vec, ranked, points)
+    first = next(iter(points))
+    assert recaller._read(vec, ranked, {i: p for i, p in points.items() if i != first}) == everything
+    assert [h.payload["content"] for h in everything[0]] == texts and len(everything[1]) == 3

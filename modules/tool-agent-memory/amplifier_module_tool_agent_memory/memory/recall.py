@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..compare.lexicon import FUNCTION_WORDS
 from ..compare.read import stem
 from ..config import RecallConfig, RecallGateConfig
-from ..store.contract import DENSE
+from ..store.contract import DENSE, StoredPoint
 from ..store.query import AnyOf, IsEmpty, Order, Scroll, all_of
 from ..tokens import chars_for, count_tokens
 from .chains import SUPERSEDED_BY, current_first
@@ -63,7 +63,9 @@ CANDIDATES = 10
 # thread CPU p50 / p95, depth 50 -> 10: 5.99 / 7.67 -> 4.38 / 5.82 ms (<= 15 words), 6.65 / 8.34 -> 5.26 / 6.54 (60
 # words) (benchmarks/recall_engine.py --depths, one run). Through loop-basic (benchmarks/recall.py), evidence injected /
 # foreign-nothing: TUNE 0.672 / 0.751 -> 0.679 / 0.757, HELD 0.700 / 0.764 -> 0.688 / 0.761 (depths 40-15 within
-# the same noise). Chosen on TUNE as the smallest depth within noise; see docs/recall.md.
+# the same noise). Chosen on TUNE as the smallest depth within noise; see docs/recall.md. A shallow query leaves more
+# to the engine's order of tied candidates, which changes from one query to the next: between two processes the
+# injected block differed for 73 of 1,950 prompts at 10 (gate decisions 3), 26 at 20 (0), 2 at 50 (0).
 _DEPTH = 10
 # Most tokens of one memory's line (id, kind, date and about 180 characters of text): a longer memory is cut,
 # so one long memory cannot fill the block. On the tuning half of LoCoMo dev, at a 400-token budget, lines of
@@ -284,9 +286,10 @@ class Recaller:
         """The fused candidates for ``prompt`` (chains resolved: newest first, superseded marked), each one's
         (coverage, cosine), and the prompt's number of content words.
 
-        One fused query ranks as memory_search does, but ``_DEPTH`` deep instead of 50, reading of its candidates
-        only the fields the ranking needs; one read of the best 10 then brings their whole (checksummed) payloads and
-        their dense vectors, for the cosines. Reading and checking whole payloads of all 50 cost more than the query.
+        One fused query ranks as memory_search does, but ``_DEPTH`` deep instead of 50. At a depth of ``CANDIDATES``
+        it brings its candidates' whole (checksummed) payloads and dense vectors, for the cosines; deeper, it reads only
+        the fields the ranking needs, and one read of the best 10 brings the rest (reading and checking whole payloads
+        of 50 cost more than the query).
         ``prompt_words``: the content words as another thread computes them beside the embedding (see
         :class:`PromptWords`); without them they are computed first, and a prompt without any is not embedded.
         """
@@ -300,9 +303,15 @@ class Recaller:
             return [], [], 0
         svc.caught_up()
         params = _recall_params(svc.params, _DEPTH)
-        request = replace(build_request(prompt, vec, None, params), with_payload=RANK_FIELDS)
-        ranked = current_first(svc.coll, rerank(svc.coll.query(request), CANDIDATES, svc.clock(), params), True)
-        hits, cosines = self._read(vec, ranked[:CANDIDATES])
+        # When recall keeps every candidate its query ranks (depth 10 = CANDIDATES), the query itself brings their whole
+        # (checksummed) payloads and dense vectors: no second read (4.40 -> 3.87 ms CPU p50 of the work after the
+        # embedding, <= 15 words; the same hits, payloads and signals from one engine answer, 1,950 prompts).
+        whole = params.candidates <= CANDIDATES
+        request = replace(build_request(prompt, vec, None, params), with_payload=True if whole else RANK_FIELDS,
+                          with_vector=(DENSE,) if whole else False)
+        points = svc.coll.query(request)
+        ranked = current_first(svc.coll, rerank(points, CANDIDATES, svc.clock(), params), True)
+        hits, cosines = self._read(vec, ranked[:CANDIDATES], {str(p.id): p for p in points} if whole else {})
         texts = [_with_remark(h.stored) for h in hits]
         matches = [(coverage(words, text), cosines.get(h.id, 0.0)) for h, text in zip(hits, texts, strict=True)]
         return hits, matches, len(words)
@@ -317,15 +326,20 @@ class Recaller:
                 best = Signals(words, cov + weight * cos, cov, cos)
         return hits, best
 
-    def _read(self, vec: Sequence[float], ranked: Sequence[Hit]) -> tuple[list[Hit], dict[str, float]]:
+    def _read(
+        self, vec: Sequence[float], ranked: Sequence[Hit], read: dict[str, StoredPoint]
+    ) -> tuple[list[Hit], dict[str, float]]:
         """``ranked`` with their whole payloads (one gone meanwhile is left out), and the dense cosine of the prompt
-        and each (the stored vectors are normalised)."""
+        and each (the stored vectors are normalised). ``read``: points already read whole with their dense vector."""
         import numpy as np
 
         if not ranked:
             return [], {}
-        # Only the dense vector: reading the ctx vector too doubled the floats converted (1.6 vs 0.8 ms a recall).
-        records = {str(r.id): r for r in self.memory.coll.retrieve([h.id for h in ranked], with_vector=(DENSE,))}
+        records = dict(read)
+        missing = [h.id for h in ranked if h.id not in records]
+        if missing:
+            # Only the dense vector: reading the ctx vector too doubled the floats converted (1.6 vs 0.8 ms a recall).
+            records.update({str(r.id): r for r in self.memory.coll.retrieve(missing, with_vector=(DENSE,))})
         hits: list[Hit] = []
         vectors: list[Any] = []
         for hit in ranked:
