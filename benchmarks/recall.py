@@ -1005,9 +1005,9 @@ class TurnTimeline:
 
         print(
             f"  the turn's path, {label}, {len(self.rows['request leaves'])} turns (ms from prompt:submit or "
-            "durations; p50 / p95): the worker's embedding includes its content words; the handler's end is from the "
-            "later of the recall's end and the request reaching it to the next handler (wake-up, the block, one "
-            "dispatch hop)"
+            "durations; p50 / p95): the worker's embedding includes its content words when the handler's thread had "
+            "not computed them; the handler's end is from the later of the recall's end and the request reaching it "
+            "to the next handler (wake-up, its own steps, one dispatch hop)"
         )
         for name, values in self.rows.items():
             p50, p95 = p50_p95(values)
