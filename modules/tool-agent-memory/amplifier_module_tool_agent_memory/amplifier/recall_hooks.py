@@ -109,22 +109,6 @@ class TurnWork:
     reason: str = "recalled"
     signals: dict[str, Any] | None = None
     ms: float = 0.0
-    # The injections a request of the turn will send, shaped in the worker after the recall (with the briefing ready
-    # then, and without it): the request only picks its own, so its handler does no work after the wait.
-    shaped: list[Injection] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Injection:
-    """What one request gets: the text (the briefing's and the recall's blocks fitted to the session's limit), the ids
-    it shows, its tokens, and what it was shaped for (the briefing it includes, the limit)."""
-
-    text: str
-    recall_ids: list[str]
-    briefing_ids: list[str]
-    tokens: int
-    briefing: Briefing | None
-    limit: int | None
 
 
 @dataclass(frozen=True)
@@ -229,13 +213,6 @@ def fit(parts: list[str], limit: int | None) -> str:
     return "\n\n".join(kept)
 
 
-def shape(work: TurnWork, briefing: Briefing | None, limit: int | None) -> Injection:
-    """The injection of ``work``'s block after ``briefing``'s (if any), within ``limit`` characters."""
-    text = fit([briefing.block if briefing else "", work.recall_block], limit)
-    briefing_ids = _shown_ids(text, briefing.ids) if briefing else []
-    return Injection(text, _shown_ids(text, work.recall_ids), briefing_ids, _tokens(text), briefing, limit)
-
-
 def _shown_ids(text: str, ids: list[str]) -> list[str]:
     return [i for i in ids if f"[{i}]" in text]
 
@@ -296,7 +273,7 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
                 from ..memory.recall import PromptWords
 
                 words = PromptWords(prompt)
-                started = _recall_pool().submit(recall_turn, prompt, words)
+                started = _recall_pool().submit(compute, runtime, prompt, words)
             # Handed over twice: the loop adopts it as soon as it runs, and the turn's first request adopts it
             # first if the loop has not yet, so a request never reads the previous turn's recall, whatever order
             # the host delivers the loop's callback and the orchestrator's next step in.
@@ -314,25 +291,6 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
         except Exception:
             logger.exception("starting recall failed")
         return HookResult(action="continue")
-
-    def recall_turn(prompt: str, words: PromptWords) -> TurnWork:
-        """In the worker: the recall, then the injections its requests will send (work the request would do after
-        waiting for it; a briefing given meanwhile or a changed limit has the request shape its own)."""
-        work = compute(runtime, prompt, words)
-        try:
-            limit = _size_limit(runtime.coordinator)
-            ready = _briefing_ready()
-            work.shaped = [shape(work, b, limit) for b in ([ready, None] if ready is not None else [None])]
-        except Exception:
-            logger.exception("shaping the injection failed")  # the request shapes it
-        return work
-
-    def _briefing_ready() -> Briefing | None:
-        """The briefing the turn's first request would give if it came now (only read: the request takes it)."""
-        future = state.briefing
-        if state.briefed or future is None or not future.done() or future.cancelled() or future.exception():
-            return None
-        return future.result()
 
     def adopt_incoming() -> None:
         """On the loop: every recall the plain handler started and the loop has not adopted, in their order."""
@@ -437,19 +395,12 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
         else:
             work = task.result()
             reason = work.reason
-        limit = _size_limit(runtime.coordinator)
-        shaped = next((i for i in work.shaped if i.briefing is briefing and i.limit == limit), None)
-        shaped = shaped or shape(work, briefing, limit)
-        text = shaped.text
-        if work.recall_ids and not shaped.recall_ids:
+        text = fit([briefing.block if briefing else "", work.recall_block], _size_limit(runtime.coordinator))
+        recall_ids = _shown_ids(text, work.recall_ids)
+        briefing_ids = _shown_ids(text, briefing.ids) if briefing else []
+        if work.recall_ids and not recall_ids:
             reason = "size_limit"
-        payload = {
-            **base,
-            "ids": shaped.recall_ids,
-            "briefing_ids": shaped.briefing_ids,
-            "tokens": shaped.tokens,
-            "reason": reason,
-        }
+        payload = {**base, "ids": recall_ids, "briefing_ids": briefing_ids, "tokens": _tokens(text), "reason": reason}
         if task.done() and reason not in ("cancelled", "error"):
             payload.update(recall_ms=round(work.ms, 2), signals=work.signals)
         if briefing is not None:
