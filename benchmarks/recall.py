@@ -118,7 +118,7 @@ def measure_signals(
     """One recall per own and foreign question: each candidate's (coverage, cosine), ranked."""
     from amplifier_module_tool_agent_memory.config import parse_config
     from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
-    from amplifier_module_tool_agent_memory.memory.recall import PromptWords, Recaller
+    from amplifier_module_tool_agent_memory.memory.recall import Recaller
     from amplifier_module_tool_agent_memory.memory.recall import memory_view as view
     from amplifier_module_tool_agent_memory.runtime import AgentMemory
 
@@ -129,12 +129,7 @@ def measure_signals(
     rows: list[dict[str, Any]] = []
     for own, batch in ((True, prompts), (False, [(t, []) for t in foreign_questions(sample, others)])):
         for text, wanted in batch:
-            # The hook's path: the content words handed over from another thread, known before the embedding (as
-            # when the handler's thread filled them first) for every other prompt, computed after it for the rest.
-            handed = PromptWords(text)
-            if len(rows) % 2:
-                handed.fill()
-            hits, matches, words = recaller.candidates(text, handed)
+            hits, matches, words = recaller.candidates(text)
             rows.append(
                 {
                     "own": own,

@@ -1,17 +1,12 @@
 """Recall's pure parts: the prompt's content words (names and function words left out), coverage, the gate,
 the block within its budget, fitting the injection to the session's size limit, and what the query embedding
-reads of a long prompt; and that the content words handed over by another thread change no recall."""
+reads of a long prompt."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from typing import Any
 
 from amplifier_module_tool_agent_memory.amplifier.recall_hooks import fit
 from amplifier_module_tool_agent_memory.config import RecallGateConfig
 from amplifier_module_tool_agent_memory.memory.recall import (
-    PromptWords,
-    Recaller,
     Signals,
     _stems,
     content_words,
@@ -20,7 +15,6 @@ from amplifier_module_tool_agent_memory.memory.recall import (
     passes,
     render_block,
 )
-from amplifier_module_tool_agent_memory.runtime import AgentMemory
 from amplifier_module_tool_agent_memory.tokens import count_tokens
 
 
@@ -112,46 +106,3 @@ def test_the_query_embedding_reads_a_prompts_first_topic_words_only() -> None:
     assert embedding_text(long_prompt, 6) == " ".join(f"w{i}" for i in range(6))
     assert embedding_text("what is it that you did?", 6) == "what is it that you did?"  # nothing but function words
     assert embedding_text(long_prompt, 0) == long_prompt  # 0: the whole prompt
-
-
-async def test_content_words_computed_by_another_thread_give_the_same_recall(
-    make_runtime: Callable[..., AgentMemory], runtime_tools: Callable[[AgentMemory], dict[str, Any]], call: Any
-) -> None:
-    # The recall hook hands the prompt's content words to its worker through PromptWords, filled by the handler's
-    # thread (known before the embedding) or by the worker after it (not yet known): the recall must not differ.
-    rt = make_runtime()
-    tools = runtime_tools(rt)
-    await call.store(tools, "My dentist is Dr. Alvarez at the Elm Street clinic, appointments on Tuesdays.")
-    await call.store(tools, "We deploy the billing service only on Wednesdays.")
-    recaller = Recaller(rt.memory(), rt.config.recall)
-    embedded: list[str] = []
-    embed = rt.memory().embedder.embed_query
-
-    def counted(text: str) -> Any:
-        embedded.append(text)
-        return embed(text)
-
-    rt.memory().embedder.embed_query = counted  # type: ignore[method-assign]
-    for prompt in ("Which dentist do I go to, and where is the clinic?", "When do we deploy billing?"):
-        alone = recaller.recall(prompt)
-        filled = PromptWords(prompt)
-        filled.fill()
-        assert filled.known() == content_words(prompt)
-        for words in (filled, PromptWords(prompt)):
-            assert recaller.recall(prompt, words) == alone
-    assert alone.memories  # the gate let the prompts through: the comparison covered the block, not only a reason
-    # a prompt without content words: not embedded when its words are known first, the same outcome when they are not
-    before = len(embedded)
-    for words in (None, _filled("Tell me, what did she say?")):
-        assert recaller.recall("Tell me, what did she say?", words).reason == "no_content_words"
-    assert len(embedded) == before
-    assert recaller.recall("Tell me, what did she say?", PromptWords("Tell me, what did she say?")).reason == (
-        "no_content_words"
-    )
-    assert len(embedded) == before + 1
-
-
-def _filled(prompt: str) -> PromptWords:
-    words = PromptWords(prompt)
-    words.fill()
-    return words

@@ -42,12 +42,9 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..runtime import AgentMemory
-
-if TYPE_CHECKING:
-    from ..memory.recall import PromptWords
 
 logger = logging.getLogger(__name__)
 
@@ -146,15 +143,14 @@ class SessionRecall:
             start()
 
 
-def compute(runtime: AgentMemory, prompt: str, words: PromptWords | None = None) -> TurnWork:
-    """Recall for ``prompt``: the block to inject. Runs in a worker thread; may raise. ``words``: its content words,
-    filled by another thread while this one embeds (the same result as without)."""
+def compute(runtime: AgentMemory, prompt: str) -> TurnWork:
+    """Recall for ``prompt``: the block to inject. Runs in a worker thread; may raise."""
     from ..memory.recall import HOW_TO_MORE, Recaller, render_block
 
     started = time.perf_counter()
     config = runtime.config.recall
     work = TurnWork()
-    recalled = Recaller(runtime.memory(), config).recall(prompt, words)
+    recalled = Recaller(runtime.memory(), config).recall(prompt)
     work.reason = recalled.reason
     work.signals = recalled.signals.as_dict() if recalled.signals else None
     if recalled.memories:
@@ -268,12 +264,9 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
 
         try:
             prompt = str((data or {}).get("prompt") or "")
-            started, words = None, None
+            started = None
             if prompt.strip() and runtime.is_ready():
-                from ..memory.recall import PromptWords
-
-                words = PromptWords(prompt)
-                started = _recall_pool().submit(compute, runtime, prompt, words)
+                started = _recall_pool().submit(compute, runtime, prompt)
             # Handed over twice: the loop adopts it as soon as it runs, and the turn's first request adopts it
             # first if the loop has not yet, so a request never reads the previous turn's recall, whatever order
             # the host delivers the loop's callback and the orchestrator's next step in.
@@ -284,10 +277,6 @@ def register(coordinator: Any, runtime: AgentMemory) -> Callable[[], Any] | None
                 adopt_incoming()  # a host that calls a plain handler on the loop itself
             else:
                 loop.call_soon_threadsafe(adopt_incoming)
-            if words is not None:
-                # Here, not first thing in the worker: this thread is running already while the worker wakes up, and
-                # the worker needs them only after its embedding.
-                words.fill()
         except Exception:
             logger.exception("starting recall failed")
         return HookResult(action="continue")

@@ -138,31 +138,6 @@ def content_words(prompt: str) -> list[str]:
     return found
 
 
-class PromptWords:
-    """A prompt's :func:`content_words`, computed by whichever thread comes to them first: the recall hook's handler
-    right after it hands the recall to its worker (so the worker's embedding does not wait for them), or the worker
-    after the embedding if the handler has not yet. The same list either way (a pure function; the one assignment is
-    atomic), so the recall's result does not depend on which."""
-
-    def __init__(self, prompt: str) -> None:
-        self.prompt = prompt
-        self._words: list[str] | None = None
-
-    def fill(self) -> None:
-        """Compute them unless done."""
-        if self._words is None:
-            self._words = content_words(self.prompt)
-
-    def known(self) -> list[str] | None:
-        """The words if computed already, else None."""
-        return self._words
-
-    def get(self) -> list[str]:
-        """The words (computed now if not yet)."""
-        words = self._words
-        return content_words(self.prompt) if words is None else words
-
-
 # A memory's stems by its text: recall stems its 10 candidates on every prompt, and the prompts of one conversation keep
 # finding the same memories. Keyed by the text itself, an edited memory is stemmed anew; 1,024 texts (~100 recalls'
 # candidates) are a few MB. lru_cache is thread-safe.
@@ -280,9 +255,7 @@ class Recaller:
         self.memory = memory
         self.config = config
 
-    def candidates(
-        self, prompt: str, prompt_words: PromptWords | None = None
-    ) -> tuple[list[Hit], list[tuple[float, float]], int]:
+    def candidates(self, prompt: str) -> tuple[list[Hit], list[tuple[float, float]], int]:
         """The fused candidates for ``prompt`` (chains resolved: newest first, superseded marked), each one's
         (coverage, cosine), and the prompt's number of content words.
 
@@ -290,17 +263,12 @@ class Recaller:
         it brings its candidates' whole (checksummed) payloads and dense vectors, for the cosines; deeper, it reads only
         the fields the ranking needs, and one read of the best 10 brings the rest (reading and checking whole payloads
         of 50 cost more than the query).
-        ``prompt_words``: the content words as another thread computes them beside the embedding (see
-        :class:`PromptWords`); without them they are computed first, and a prompt without any is not embedded.
         """
-        early = content_words(prompt) if prompt_words is None else prompt_words.known()
-        if early is not None and not early:
+        words = content_words(prompt)
+        if not words:
             return [], [], 0
         svc = self.memory
         vec = svc.embedder.embed_query(embedding_text(prompt, self.config.query_words))
-        words = early if early is not None else (prompt_words or PromptWords(prompt)).get()
-        if not words:
-            return [], [], 0
         svc.caught_up()
         params = _recall_params(svc.params, _DEPTH)
         # When recall keeps every candidate its query ranks (depth 10 = CANDIDATES), the query itself brings their whole
@@ -316,9 +284,9 @@ class Recaller:
         matches = [(coverage(words, text), cosines.get(h.id, 0.0)) for h, text in zip(hits, texts, strict=True)]
         return hits, matches, len(words)
 
-    def measure(self, prompt: str, prompt_words: PromptWords | None = None) -> tuple[list[Hit], Signals]:
+    def measure(self, prompt: str) -> tuple[list[Hit], Signals]:
         """The candidates and the signals of the one most relevant to ``prompt`` (coverage + cosine_weight * cosine)."""
-        hits, matches, words = self.candidates(prompt, prompt_words)
+        hits, matches, words = self.candidates(prompt)
         weight = self.config.gate.cosine_weight
         best = Signals(words)
         for cov, cos in matches:
@@ -356,9 +324,9 @@ class Recaller:
         cosines = {hit_id: float(score) for (hit_id, _), score in zip(with_vector, scores, strict=True)}
         return hits, cosines
 
-    def recall(self, prompt: str, prompt_words: PromptWords | None = None) -> Recalled:
+    def recall(self, prompt: str) -> Recalled:
         """The memories to show for ``prompt`` (at most ``max_memories``), or why there are none."""
-        hits, signals = self.measure(prompt, prompt_words)
+        hits, signals = self.measure(prompt)
         if signals.content_words == 0:
             return Recalled(reason="no_content_words", signals=signals)
         if not hits:
