@@ -859,7 +859,9 @@ class TurnTimeline:
     start, the query embedding's and the recall's ends (wall and the worker's thread CPU), the orchestrator reaching
     provider:request (a handler just before recall's), recall's handler letting the request go (one just after it) and
     the request leaving (the last handler). Its two handlers are two more of amplifier-core's dispatch hops (~0.4 ms
-    each), so the turns it times are a little slower than the others'."""
+    each), so the turns it times are a little slower than the others'. Since session 14 also: when the prompt's content
+    words were ready (the handler's thread computes them beside the worker), the worker's shaping of the injection
+    after the recall, and recall's request handler resuming after its wait (its first step on the loop's thread)."""
 
     def __init__(self, holder: Any) -> None:
         import threading
@@ -869,6 +871,7 @@ class TurnTimeline:
         self.priority = recall_hooks.PRIORITY
         self.at: dict[str, float] = {}
         self.rows: dict[str, list[float]] = collections.defaultdict(list)
+        self.shares: dict[str, list[bool]] = collections.defaultdict(list)
         local = threading.local()
         compute, embedder = recall_hooks.compute, type(holder.embedder())
         embed_query = embedder.embed_query
@@ -891,6 +894,61 @@ class TurnTimeline:
 
         recall_hooks.compute = timed_compute
         embedder.embed_query = timed_embed
+        self._mark_session_14(recall_hooks, threading.main_thread())
+
+    def _mark_session_14(self, recall_hooks: Any, loop_thread: Any) -> None:
+        """The marks of the parts session 14 moved (a tree without them just lacks their rows)."""
+        import threading
+
+        from amplifier_module_tool_agent_memory.memory import recall as recall_module
+
+        words_type = getattr(recall_module, "PromptWords", None)
+        if words_type is not None:
+            fill = words_type.fill
+
+            def timed_fill(words: Any) -> None:
+                new = words.known() is None
+                fill(words)
+                if new:
+                    self.at.setdefault("words", time.perf_counter())
+
+            words_type.fill = timed_fill
+        shape, size_limit = getattr(recall_hooks, "shape", None), recall_hooks._size_limit
+        if shape is not None:
+
+            def timed_shape(*args: Any) -> Any:
+                try:
+                    return shape(*args)
+                finally:
+                    on_loop = threading.current_thread() is loop_thread
+                    self.at["reshaped" if on_loop else "shaped"] = time.perf_counter()
+
+            recall_hooks.shape = timed_shape
+
+        def timed_size_limit(coordinator: Any) -> Any:
+            if threading.current_thread() is loop_thread:
+                self.at.setdefault("resumed", time.perf_counter())  # the request's handler, after its wait
+            return size_limit(coordinator)
+
+        recall_hooks._size_limit = timed_size_limit
+        clock = recall_hooks.time
+        at = self.at
+
+        class Clock:
+            """recall_hooks' ``time``: its last perf_counter() on the loop after the wait is the handler's last step
+            (the ``waited_ms`` it reports) before it returns its HookResult."""
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(clock, name)
+
+            @staticmethod
+            def perf_counter() -> float:
+                now = clock.perf_counter()
+                if "resumed" in at and threading.current_thread() is loop_thread:
+                    at.setdefault("tail", now)
+                return now
+
+        recall_hooks.time = Clock()
 
     def attach(self, session: Session) -> None:
         """Recall-on session: mark the request reaching recall's handler and leaving it."""
@@ -923,6 +981,20 @@ class TurnTimeline:
             "to the last": marks["request"] - at["handled"],
             "request leaves": marks["request"] - prompt,
         }
+        if "words" in at:  # by the handler's thread before the worker's embedding ended (else the worker's own)
+            row["words ready"] = at["words"] - prompt
+        ready = at.get("shaped", at["done"])
+        if "shaped" in at:
+            row["shaping (wall)"] = at["shaped"] - at["done"]
+        if "resumed" in at:
+            row["loop resumes"] = at["resumed"] - max(ready, at["reached"])
+            row["resumed to next"] = at["handled"] - at["resumed"]
+            if "tail" in at:
+                row["its own steps"] = at["tail"] - at["resumed"]
+                row["its return to next"] = at["handled"] - at["tail"]
+        self.shares["the request shaped its own injection"].append("reshaped" in at)
+        if "words" in at:
+            self.shares["the words were ready before the embedding ended"].append(at["words"] < at["embedded"])
         for name, seconds in row.items():
             self.rows[name].append(seconds * 1000)
         self.at.clear()
@@ -933,14 +1005,17 @@ class TurnTimeline:
 
         print(
             f"  the turn's path, {label}, {len(self.rows['request leaves'])} turns (ms from prompt:submit or "
-            "durations; p50 / p95): the worker's embedding includes its content words; the handler's end is from the "
-            "later of the recall's end and the request reaching it to the next handler (wake-up, the block, one "
-            "dispatch hop)"
+            "durations; p50 / p95): the worker's embedding includes its content words when the handler's thread had "
+            "not computed them; the handler's end is from the later of the recall's end and the request reaching it "
+            "to the next handler (wake-up, its own steps, one dispatch hop)"
         )
         for name, values in self.rows.items():
             p50, p95 = p50_p95(values)
             print(f"    {name:<18}{p50:>7.2f} /{p95:>6.2f}")
+        for name, flags in self.shares.items():
+            print(f"    {name}: {sum(flags) / len(flags):.0%} of turns")
         self.rows.clear()
+        self.shares.clear()
         with contextlib.suppress(OSError):  # constant from bucket to bucket: no thread is started per session
             print(f"    threads in the process now: {len(os.listdir('/proc/self/task'))}")
 
