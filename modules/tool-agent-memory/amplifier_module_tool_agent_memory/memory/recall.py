@@ -67,6 +67,8 @@ CANDIDATES = 10
 # to the engine's order of tied candidates, which changes from one query to the next: between two processes the
 # injected block differed for 73 of 1,950 prompts at 10 (gate decisions 3), 26 at 20 (0), 2 at 50 (0).
 _DEPTH = 10
+# Recall's keyword stages: the prompt's first KEYWORD_WORDS distinct topic words (see keyword_text). Provisional.
+KEYWORD_WORDS = 0
 # Most tokens of one memory's line (id, kind, date and about 180 characters of text): a longer memory is cut,
 # so one long memory cannot fill the block. On the tuning half of LoCoMo dev, at a 400-token budget, lines of
 # at most 60 tokens cited an evidence memory for 0.69 of questions, at most 200 tokens for 0.64.
@@ -105,6 +107,12 @@ def _name_like(word: str) -> bool:
     return bool(rest) and word[0].isupper() and rest == rest.lower()
 
 
+def _topical(lower: str) -> bool:
+    """Whether a word (lower case) can carry a topic: not a function word, not a framing word, two letters or more.
+    The one filter of :func:`content_words` and :func:`topic_words`."""
+    return len(lower) > 1 and lower not in FUNCTION_WORDS and lower not in _FRAMING
+
+
 def content_words(prompt: str) -> list[str]:
     """Stems of the prompt's words other than function words, framing words and names, in order, once each.
 
@@ -129,7 +137,7 @@ def content_words(prompt: str) -> list[str]:
         lower = bare.lower()
         if _name_like(bare) and (not first or lower in capitalised_inside):
             continue  # a name
-        if lower in FUNCTION_WORDS or lower in _FRAMING or len(lower) < 2:
+        if not _topical(lower):
             continue
         stemmed = stem(lower)
         if stemmed not in seen:
@@ -155,9 +163,25 @@ def topic_words(prompt: str) -> list[str]:
     found: list[str] = []
     for match in _WORD.finditer(prompt):
         bare = _POSSESSIVE.sub("", match.group())
-        if len(bare) > 1 and bare.lower() not in FUNCTION_WORDS and bare.lower() not in _FRAMING:
+        if _topical(bare.lower()):
             found.append(bare)
     return found
+
+
+def keyword_text(prompt: str, words: int) -> str:
+    """What recall's two keyword (BM25) stages search for: the prompt's first ``words`` distinct topic words
+    (:func:`topic_words`, names kept; 0: all of them), or the prompt as written when it has none."""
+    seen: set[str] = set()
+    kept: list[str] = []
+    for word in topic_words(prompt):
+        lower = word.lower()
+        if lower in seen:
+            continue
+        seen.add(lower)
+        kept.append(word)
+        if len(kept) == words:
+            break
+    return " ".join(kept) if kept else prompt
 
 
 def embedding_text(prompt: str, words: int) -> str:
@@ -275,7 +299,7 @@ class Recaller:
         # (checksummed) payloads and dense vectors: no second read (4.40 -> 3.87 ms CPU p50 of the work after the
         # embedding, <= 15 words; the same hits, payloads and signals from one engine answer, 1,950 prompts).
         whole = params.candidates <= CANDIDATES
-        request = replace(build_request(prompt, vec, None, params), with_payload=True if whole else RANK_FIELDS,
+        request = replace(build_request(keyword_text(prompt, KEYWORD_WORDS), vec, None, params), with_payload=True if whole else RANK_FIELDS,
                           with_vector=(DENSE,) if whole else False)
         points = svc.coll.query(request)
         ranked = current_first(svc.coll, rerank(points, CANDIDATES, svc.clock(), params), True)
