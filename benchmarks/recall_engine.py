@@ -16,7 +16,8 @@ engine orders by a per-process hash). Run: ``python benchmarks/recall_engine.py 
 ``--depths 50,25`` instead measures recall's work after the embedding (``Recaller.candidates`` with the prompt's vector
 computed beforehand: the fused query, rerank, chains, the read of the 10 and their coverage) at each candidate depth
 (``memory/recall.py`` ``_DEPTH``), the depths alternating per prompt, a ``--pause-ms`` pause before each call (a turn
-follows the user's idle time, and work after a pause runs slower).
+follows the user's idle time, and work after a pause runs slower). ``--keyword-words whole,0,12`` does the same with
+the text recall's keyword stages search (``memory/recall.py`` ``keyword_text``).
 """
 
 from __future__ import annotations
@@ -110,8 +111,10 @@ class Paths:
     def _batch(self, queries: list[Any]) -> list[list[Any]]:
         import qdrant_edge as qe
 
-        requests = [qe.QueryRequest(limit=self.svc.params.prefetch_limit, query=q, with_payload=False,
-                                    with_vector=False) for q in queries]
+        requests = [
+            qe.QueryRequest(limit=self.svc.params.prefetch_limit, query=q, with_payload=False, with_vector=False)
+            for q in queries
+        ]
         return self.svc.coll.shard.query_batch(qe.QueryBatchRequest(requests))
 
     def _keyword(self, prompt: str) -> list[list[Any]]:
@@ -149,6 +152,35 @@ class CachedVectors:
 
 def by_depth(root: Path, by_length: dict[int, list[str]], depths: list[int], rounds: int, pause_ms: float) -> None:
     """Recall's work after the embedding at each depth, alternating per prompt; wall and thread CPU p50 / p95."""
+    from amplifier_module_tool_agent_memory.memory import recall
+
+    def at(depth: int) -> None:
+        recall._DEPTH = depth
+
+    alternating(root, by_length, {f"depth {d:>3}": lambda d=d: at(d) for d in depths}, rounds, pause_ms)
+
+
+def by_keyword_text(
+    root: Path, by_length: dict[int, list[str]], specs: list[str], rounds: int, pause_ms: float
+) -> None:
+    """Recall's work after the embedding with each keyword-stage text (``whole``: the prompt as written; N: the first N
+    distinct topic words, ``memory/recall.py`` ``keyword_text``; 0: all of them), alternating per prompt."""
+    from amplifier_module_tool_agent_memory.memory import recall
+
+    own = recall.keyword_text
+
+    def text(spec: str) -> None:
+        recall.keyword_text = (lambda prompt, _words: prompt) if spec == "whole" else own  # type: ignore[assignment]
+        recall.KEYWORD_WORDS = 0 if spec == "whole" else int(spec)
+
+    alternating(root, by_length, {f"keywords {s:>5}": lambda s=s: text(s) for s in specs}, rounds, pause_ms)
+
+
+def alternating(
+    root: Path, by_length: dict[int, list[str]], sides: dict[str, Any], rounds: int, pause_ms: float
+) -> None:
+    """Recall's work after the embedding (``Recaller.candidates``, the query vector computed beforehand) on each side
+    (a setter of the module's knob), the sides alternating per prompt; wall and thread CPU p50 / p95."""
     from amplifier_module_tool_agent_memory.config import parse_config
     from amplifier_module_tool_agent_memory.identity import ResolvedIdentity
     from amplifier_module_tool_agent_memory.memory import recall
@@ -161,27 +193,30 @@ def by_depth(root: Path, by_length: dict[int, list[str]], depths: list[int], rou
     texts = [recall.embedding_text(p, cfg.recall.query_words) for t in by_length.values() for p in t]
     svc.embedder = CachedVectors(svc.embedder, texts)  # type: ignore[assignment]
     recaller = recall.Recaller(svc, cfg.recall)
-    wall: dict[tuple[int, int], list[float]] = {}
-    cpu: dict[tuple[int, int], list[float]] = {}
+    names = list(sides)
+    wall: dict[tuple[str, int], list[float]] = {}
+    cpu: dict[tuple[str, int], list[float]] = {}
     for round_no in range(rounds):
         for length, prompts_of in by_length.items():
             for i, prompt in enumerate(prompts_of):
-                shift = (i + round_no) % len(depths)
-                for depth in depths[shift:] + depths[:shift]:
-                    recall._DEPTH = depth
+                shift = (i + round_no) % len(names)
+                for name in names[shift:] + names[:shift]:
+                    sides[name]()
                     time.sleep(pause_ms / 1000)
                     started, started_cpu = time.perf_counter(), time.thread_time()
                     recaller.candidates(prompt)
-                    wall.setdefault((depth, length), []).append((time.perf_counter() - started) * 1000)
-                    cpu.setdefault((depth, length), []).append((time.thread_time() - started_cpu) * 1000)
+                    wall.setdefault((name, length), []).append((time.perf_counter() - started) * 1000)
+                    cpu.setdefault((name, length), []).append((time.thread_time() - started_cpu) * 1000)
     runtime.close()
-    print(f"10k memories, recall's work after the embedding, {rounds} rounds, depths alternating, {pause_ms:.0f} ms "
-          "pause before each; ms, p50 / p95:")
+    print(
+        f"10k memories, recall's work after the embedding, {rounds} rounds, sides alternating, {pause_ms:.0f} ms "
+        "pause before each; ms, p50 / p95:"
+    )
     for length in by_length:
-        for depth in depths:
-            w, c = p50_p95(wall[(depth, length)]), p50_p95(cpu[(depth, length)])
-            print(f"  <= {length} words, depth {depth:>3}: wall {w[0]:.2f} / {w[1]:.2f}, cpu {c[0]:.2f} / {c[1]:.2f}")
-    print("(timings on a shared machine are noisy: compare the depths of one run)")
+        for name in names:
+            w, c = p50_p95(wall[(name, length)]), p50_p95(cpu[(name, length)])
+            print(f"  <= {length} words, {name}: wall {w[0]:.2f} / {w[1]:.2f}, cpu {c[0]:.2f} / {c[1]:.2f}")
+    print("(timings on a shared machine are noisy: compare the sides of one run)")
 
 
 def same_fusion(engine: list[tuple[str, float]], mine: list[tuple[str, float]]) -> bool:
@@ -198,7 +233,14 @@ def main() -> int:
     parser.add_argument("--per-length", type=int, default=60, help="prompts per length")
     parser.add_argument("--rounds", type=int, default=2, help="rounds over the prompts")
     parser.add_argument("--depths", help="instead: recall's work after the embedding at these depths, e.g. 50,25")
-    parser.add_argument("--pause-ms", type=float, default=20.0, help="with --depths: the pause before each call")
+    parser.add_argument(
+        "--keyword-words",
+        help="instead: recall's work after the embedding with these keyword-stage "
+        "texts, e.g. whole,0,12 (whole: the prompt; N: its first N distinct topic words, 0: all)",
+    )
+    parser.add_argument(
+        "--pause-ms", type=float, default=20.0, help="with --depths / --keyword-words: the pause before each call"
+    )
     args = parser.parse_args()
     if not DATA.exists():
         print(f"SKIP: LoCoMo data not found at {DATA} (it lives in ../shared/data, outside the repository)")
@@ -207,8 +249,18 @@ def main() -> int:
         print("SKIP: --store-dir must name a folder benchmarks/recall.py filled (run it with --store-dir first)")
         return 0
     if args.depths:
-        by_depth(Path(args.store_dir), prompts(args.per_length), [int(d) for d in args.depths.split(",")],
-                 args.rounds, args.pause_ms)
+        by_depth(
+            Path(args.store_dir),
+            prompts(args.per_length),
+            [int(d) for d in args.depths.split(",")],
+            args.rounds,
+            args.pause_ms,
+        )
+        return 0
+    if args.keyword_words:
+        by_keyword_text(
+            Path(args.store_dir), prompts(args.per_length), args.keyword_words.split(","), args.rounds, args.pause_ms
+        )
         return 0
     paths = Paths(Path(args.store_dir))
     sides = {"fused": paths.fused, "apart": paths.apart}
@@ -231,8 +283,10 @@ def main() -> int:
                     differing += not same_fusion(answers["fused"], answers["apart"])
                     ordered += answers["fused"] != answers["apart"]
     paths.close()
-    print(f"10k memories, {args.per_length} prompts a length x {args.rounds} rounds, sides alternating; ms, "
-          f"p50 / p95 (threads alive: {threading.active_count()}):")
+    print(
+        f"10k memories, {args.per_length} prompts a length x {args.rounds} rounds, sides alternating; ms, "
+        f"p50 / p95 (threads alive: {threading.active_count()}):"
+    )
     for length in by_length:
         cells = []
         for name in sides:
@@ -242,8 +296,10 @@ def main() -> int:
         gain = statistics.median(wall[("apart", length)]) - statistics.median(wall[("fused", length)])
         print(f"    apart - fused, wall p50: {gain:+.2f}")
     total = sum(len(t) for t in by_length.values())
-    print(f"fusion: {differing} of {total} prompts differ beyond ties at the cut (scores at every rank and members); "
-          f"{ordered} differ in the order of tied candidates")
+    print(
+        f"fusion: {differing} of {total} prompts differ beyond ties at the cut (scores at every rank and members); "
+        f"{ordered} differ in the order of tied candidates"
+    )
     print("(timings on a shared machine are noisy: compare the sides of one run)")
     return 0
 

@@ -42,9 +42,12 @@ def plain_words(prompt: str, words: int) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store-dir", required=True, help="benchmarks/recall.py's --store-dir (conversations stored)")
-    parser.add_argument("--texts", default="whole,topic:0,topic:16,topic:12,topic:8",
-                        help="whole (the prompt as written), topic:N (first N distinct topic words; 0: all of them) or plain:N "
-                        "(first N distinct words other than function words)")
+    parser.add_argument(
+        "--texts",
+        default="whole,topic:0,topic:16,topic:12,topic:8",
+        help="whole (the prompt as written), topic:N (first N distinct topic words; 0: all of them) or plain:N "
+        "(first N distinct words other than function words)",
+    )
     parser.add_argument("--long", action="store_true", help="also 60-word prompts, the question first and last")
     args = parser.parse_args()
     root = Path(args.store_dir)
@@ -64,8 +67,10 @@ def main() -> int:
     gate = config.gate
     words_kept = recall.KEYWORD_WORDS
     keyword_text = recall.keyword_text
-    print(f"gate: coverage + {gate.cosine_weight} cosine >= {gate.min_relevance}; blocks of {config.budget_tokens} "
-          f"tokens; evidence injected / foreign nothing; this tree's recall.KEYWORD_WORDS = {words_kept}")
+    print(
+        f"gate: coverage + {gate.cosine_weight} cosine >= {gate.min_relevance}; blocks of {config.budget_tokens} "
+        f"tokens; evidence injected / foreign nothing; this tree's recall.KEYWORD_WORDS = {words_kept}"
+    )
     head = f"{'keyword stages search':<24}{'TUNE':>16}{'HELD':>16}"
     if args.long:
         head += f"{'TUNE 60 first':>16}{'TUNE 60 last':>16}{'HELD 60 first':>16}{'HELD 60 last':>16}"
@@ -74,14 +79,19 @@ def main() -> int:
         kind, _, count = spec.partition(":")
         # Recaller.candidates reads the module's keyword_text and KEYWORD_WORDS: each text is swapped in for its pass.
         recall.keyword_text = {"whole": lambda prompt, _words: prompt, "plain": plain_words}.get(  # type: ignore[assignment]
-            kind, keyword_text)
+            kind, keyword_text
+        )
         recall.KEYWORD_WORDS = int(count or 0)
         line = f"{spec:<24}"
         for half in halves.values():
-            rows = [row for s in half for row in bench.measure_signals(s, [o for o in half if o is not s], root,
-                                                                           ids[s["sample_id"]])]
+            rows = [
+                row
+                for s in half
+                for row in bench.measure_signals(s, [o for o in half if o is not s], root, ids[s["sample_id"]])
+            ]
             evidence, quiet = bench.gate_figures(
-                rows, lambda cov, cos: cov + gate.cosine_weight * cos >= gate.min_relevance, config.budget_tokens)
+                rows, lambda cov, cos: cov + gate.cosine_weight * cos >= gate.min_relevance, config.budget_tokens
+            )
             line += f"{evidence:>9.3f} /{quiet:>5.3f}"
         if args.long:
             for half in halves.values():
@@ -89,8 +99,9 @@ def main() -> int:
                     own: list[bool] = []
                     foreign: list[bool] = []
                     for s in half:
-                        o, f = bench.long_prompt_figures(s, [x for x in half if x is not s], root, ids[s["sample_id"]],
-                                                         60, first, config.query_words)
+                        o, f = bench.long_prompt_figures(
+                            s, [x for x in half if x is not s], root, ids[s["sample_id"]], 60, first, config.query_words
+                        )
                         own += o
                         foreign += f
                     line += f"{statistics.fmean(own):>9.3f} /{statistics.fmean(foreign):>5.3f}"
