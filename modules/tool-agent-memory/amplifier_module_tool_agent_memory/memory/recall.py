@@ -68,7 +68,7 @@ CANDIDATES = 10
 # injected block differed for 73 of 1,950 prompts at 10 (gate decisions 3), 26 at 20 (0), 2 at 50 (0).
 _DEPTH = 10
 # Recall's keyword stages: the prompt's first KEYWORD_WORDS distinct topic words (see keyword_text). Provisional.
-KEYWORD_WORDS = 0
+KEYWORD_WORDS = 8
 # Most tokens of one memory's line (id, kind, date and about 180 characters of text): a longer memory is cut,
 # so one long memory cannot fill the block. On the tuning half of LoCoMo dev, at a 400-token budget, lines of
 # at most 60 tokens cited an evidence memory for 0.69 of questions, at most 200 tokens for 0.64.
