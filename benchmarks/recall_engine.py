@@ -16,8 +16,8 @@ engine orders by a per-process hash). Run: ``python benchmarks/recall_engine.py 
 ``--depths 50,25`` instead measures recall's work after the embedding (``Recaller.candidates`` with the prompt's vector
 computed beforehand: the fused query, rerank, chains, the read of the 10 and their coverage) at each candidate depth
 (``memory/recall.py`` ``_DEPTH``), the depths alternating per prompt, a ``--pause-ms`` pause before each call (a turn
-follows the user's idle time, and work after a pause runs slower). ``--keyword-words whole,0,12`` does the same with
-the text recall's keyword stages search (``memory/recall.py`` ``keyword_text``).
+follows the user's idle time, and work after a pause runs slower). ``--keyword-words whole,topic:8`` does the same with
+texts recall's keyword stages could search instead of the whole prompt (``benchmarks/recall_keyword_text.py``).
 """
 
 from __future__ import annotations
@@ -163,17 +163,18 @@ def by_depth(root: Path, by_length: dict[int, list[str]], depths: list[int], rou
 def by_keyword_text(
     root: Path, by_length: dict[int, list[str]], specs: list[str], rounds: int, pause_ms: float
 ) -> None:
-    """Recall's work after the embedding with each keyword-stage text (``whole``: the prompt as written; N: the first N
-    distinct topic words, ``memory/recall.py`` ``keyword_text``; 0: all of them), alternating per prompt."""
+    """Recall's work after the embedding with its keyword stages searching each text of the prompt (``whole``, what
+    recall searches; ``topic:N`` / ``plain:N``: see ``benchmarks/recall_keyword_text.py``), alternating per prompt."""
+    from recall_keyword_text import keyword_text, searching
+
     from amplifier_module_tool_agent_memory.memory import recall
 
-    own = recall.keyword_text
+    requests = {spec: searching(keyword_text(spec)) for spec in specs}
 
     def text(spec: str) -> None:
-        recall.keyword_text = (lambda prompt, _words: prompt) if spec == "whole" else own  # type: ignore[assignment]
-        recall.KEYWORD_WORDS = 0 if spec == "whole" else int(spec)
+        recall.build_request = requests[spec]  # type: ignore[attr-defined]
 
-    alternating(root, by_length, {f"keywords {s:>5}": lambda s=s: text(s) for s in specs}, rounds, pause_ms)
+    alternating(root, by_length, {f"keywords {s:>8}": lambda s=s: text(s) for s in specs}, rounds, pause_ms)
 
 
 def alternating(

@@ -1,12 +1,13 @@
-"""What recall's keyword (BM25) stages should search for: evidence / foreign nothing per text, short and long prompts.
+"""What recall's keyword (BM25) stages could search instead of the whole prompt: evidence / foreign nothing per text.
 
 Run ``python benchmarks/recall_keyword_text.py --store-dir DIR`` with DIR a ``benchmarks/recall.py --store-dir`` folder
 (its LoCoMo conversations are stored there on a first run of that script). For each text, each own and renamed foreign
 question of LoCoMo dev is recalled once (``Recaller.candidates``, as ``benchmarks/query_embed_text.py`` does) with the
-keyword stages searching that text, and the gate as configured decides what is injected into a block of
-``recall.budget_tokens``: evidence injected / foreign nothing on TUNE and, held apart, on HELD. With ``--long`` also
-the 60-word prompts of ``benchmarks/recall.py --long-prompts`` (the question first, then last). Choose on TUNE; HELD is
-the check. Nothing is asserted; the latency is measured by ``benchmarks/recall.py --latency-only``.
+two keyword stages of its fused query searching that text (the embedding and the gate as configured), and the gate
+decides what is injected into a block of ``recall.budget_tokens``: evidence injected / foreign nothing on TUNE and, held
+apart, on HELD. With ``--long`` also the 60-word prompts of ``benchmarks/recall.py --long-prompts`` (the question first,
+then last). Choose on TUNE; HELD is the check. Nothing is asserted. ``benchmarks/recall_engine.py --keyword-words``
+measures the same texts' engine work. Session 15 measured these and kept the whole prompt (docs/recall.md).
 """
 
 from __future__ import annotations
@@ -15,22 +16,28 @@ import argparse
 import json
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import recall as bench
 
+Text = Callable[[str], str]
 
-def plain_words(prompt: str, words: int) -> str:
-    """The prompt's first ``words`` distinct words other than function words (framing words and names kept)."""
+
+def distinct_words(prompt: str, words: int, framing: bool) -> str:
+    """The prompt's first ``words`` distinct words (0: all of them) other than function words, names kept; without
+    the framing words too unless ``framing`` (the topic words of ``memory/recall.py``), possessives stripped."""
     from amplifier_module_tool_agent_memory.compare.lexicon import FUNCTION_WORDS
-    from amplifier_module_tool_agent_memory.memory.recall import _POSSESSIVE, _WORD
+    from amplifier_module_tool_agent_memory.memory.recall import _NOT_TOPICAL, _POSSESSIVE, _WORD
 
+    dropped = FUNCTION_WORDS if framing else _NOT_TOPICAL
     seen: set[str] = set()
     kept: list[str] = []
     for match in _WORD.finditer(prompt):
         bare = _POSSESSIVE.sub("", match.group())
         lower = bare.lower()
-        if len(lower) < 2 or lower in FUNCTION_WORDS or lower in seen:
+        if len(lower) < 2 or lower in dropped or lower in seen:
             continue
         seen.add(lower)
         kept.append(bare)
@@ -39,14 +46,33 @@ def plain_words(prompt: str, words: int) -> str:
     return " ".join(kept) if kept else prompt
 
 
+def keyword_text(spec: str) -> Text:
+    """``whole`` (the prompt as written, what recall searches), ``topic:N`` (its first N distinct topic words; 0: all)
+    or ``plain:N`` (its first N distinct words other than function words, framing words kept)."""
+    kind, _, count = spec.partition(":")
+    if kind == "whole":
+        return lambda prompt: prompt
+    return lambda prompt: distinct_words(prompt, int(count or 0), framing=kind == "plain")
+
+
+def searching(text: Text) -> Any:
+    """``memory/ranking.py`` ``build_request`` with its keyword stages searching ``text`` of the prompt (recall's
+    module reads ``build_request`` by its own name: the benchmark swaps it in there)."""
+    from amplifier_module_tool_agent_memory.memory.ranking import build_request
+
+    def request(query_text: str, query_vec: list[float], flt: Any, params: Any) -> Any:
+        return build_request(text(query_text), query_vec, flt, params)
+
+    return request
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store-dir", required=True, help="benchmarks/recall.py's --store-dir (conversations stored)")
     parser.add_argument(
         "--texts",
-        default="whole,topic:0,topic:16,topic:12,topic:8",
-        help="whole (the prompt as written), topic:N (first N distinct topic words; 0: all of them) or plain:N "
-        "(first N distinct words other than function words)",
+        default="whole,topic:0,topic:16,topic:12,topic:8,plain:0,plain:8",
+        help="comma-separated: whole, topic:N or plain:N (see keyword_text)",
     )
     parser.add_argument("--long", action="store_true", help="also 60-word prompts, the question first and last")
     args = parser.parse_args()
@@ -65,23 +91,17 @@ def main() -> int:
     ids = {c: json.loads((root / f"{c}.ids.json").read_text()) for c in bench.TUNE + bench.HELD}
     config = RecallConfig()
     gate = config.gate
-    words_kept = recall.KEYWORD_WORDS
-    keyword_text = recall.keyword_text
+    own_request = recall.build_request
     print(
         f"gate: coverage + {gate.cosine_weight} cosine >= {gate.min_relevance}; blocks of {config.budget_tokens} "
-        f"tokens; evidence injected / foreign nothing; this tree's recall.KEYWORD_WORDS = {words_kept}"
+        "tokens; evidence injected / foreign nothing"
     )
     head = f"{'keyword stages search':<24}{'TUNE':>16}{'HELD':>16}"
     if args.long:
         head += f"{'TUNE 60 first':>16}{'TUNE 60 last':>16}{'HELD 60 first':>16}{'HELD 60 last':>16}"
     print(head)
     for spec in args.texts.split(","):
-        kind, _, count = spec.partition(":")
-        # Recaller.candidates reads the module's keyword_text and KEYWORD_WORDS: each text is swapped in for its pass.
-        recall.keyword_text = {"whole": lambda prompt, _words: prompt, "plain": plain_words}.get(  # type: ignore[assignment]
-            kind, keyword_text
-        )
-        recall.KEYWORD_WORDS = int(count or 0)
+        recall.build_request = searching(keyword_text(spec))  # type: ignore[attr-defined]
         line = f"{spec:<24}"
         for half in halves.values():
             rows = [
@@ -106,8 +126,7 @@ def main() -> int:
                         foreign += f
                     line += f"{statistics.fmean(own):>9.3f} /{statistics.fmean(foreign):>5.3f}"
         print(line, flush=True)
-    recall.keyword_text = keyword_text
-    recall.KEYWORD_WORDS = words_kept
+    recall.build_request = own_request  # type: ignore[attr-defined]
     return 0
 
 

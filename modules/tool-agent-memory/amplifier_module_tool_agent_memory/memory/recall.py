@@ -54,6 +54,9 @@ _FRAMING_WORDS = (
     "type thing things lot lots people person time times day days way ways"
 )
 _FRAMING = frozenset(_FRAMING_WORDS.split())
+# Words that carry no topic: the one set content_words and topic_words both filter by (one lookup a word, not two:
+# both lists of a 60-word prompt 83.7 -> 81.6 and 99.0 -> 97.3 us in two lane runs; docs/recall.md, session 15).
+_NOT_TOPICAL = FUNCTION_WORDS | _FRAMING
 BRIEFING_KINDS = ("preference", "decision")
 # Fused candidates read for the gate and the block (the block keeps at most ``max_memories`` of them).
 CANDIDATES = 10
@@ -67,8 +70,6 @@ CANDIDATES = 10
 # to the engine's order of tied candidates, which changes from one query to the next: between two processes the
 # injected block differed for 73 of 1,950 prompts at 10 (gate decisions 3), 26 at 20 (0), 2 at 50 (0).
 _DEPTH = 10
-# Recall's keyword stages: the prompt's first KEYWORD_WORDS distinct topic words (see keyword_text). Provisional.
-KEYWORD_WORDS = 8
 # Most tokens of one memory's line (id, kind, date and about 180 characters of text): a longer memory is cut,
 # so one long memory cannot fill the block. On the tuning half of LoCoMo dev, at a 400-token budget, lines of
 # at most 60 tokens cited an evidence memory for 0.69 of questions, at most 200 tokens for 0.64.
@@ -86,8 +87,12 @@ class Signals:
     cosine: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"content_words": self.content_words, "relevance": round(self.relevance, 3),
-                "coverage": round(self.coverage, 3), "cosine": round(self.cosine, 3)}
+        return {
+            "content_words": self.content_words,
+            "relevance": round(self.relevance, 3),
+            "coverage": round(self.coverage, 3),
+            "cosine": round(self.cosine, 3),
+        }
 
 
 @dataclass(frozen=True)
@@ -105,12 +110,6 @@ def _name_like(word: str) -> bool:
     # Words are ASCII letters, digits, apostrophes and hyphens (_WORD): lower-casing changes only the capitals.
     rest = word[1:]
     return bool(rest) and word[0].isupper() and rest == rest.lower()
-
-
-def _topical(lower: str) -> bool:
-    """Whether a word (lower case) can carry a topic: not a function word, not a framing word, two letters or more.
-    The one filter of :func:`content_words` and :func:`topic_words`."""
-    return len(lower) > 1 and lower not in FUNCTION_WORDS and lower not in _FRAMING
 
 
 def content_words(prompt: str) -> list[str]:
@@ -137,7 +136,7 @@ def content_words(prompt: str) -> list[str]:
         lower = bare.lower()
         if _name_like(bare) and (not first or lower in capitalised_inside):
             continue  # a name
-        if not _topical(lower):
+        if len(lower) < 2 or lower in _NOT_TOPICAL:
             continue
         stemmed = stem(lower)
         if stemmed not in seen:
@@ -163,25 +162,9 @@ def topic_words(prompt: str) -> list[str]:
     found: list[str] = []
     for match in _WORD.finditer(prompt):
         bare = _POSSESSIVE.sub("", match.group())
-        if _topical(bare.lower()):
+        if len(bare) > 1 and bare.lower() not in _NOT_TOPICAL:
             found.append(bare)
     return found
-
-
-def keyword_text(prompt: str, words: int) -> str:
-    """What recall's two keyword (BM25) stages search for: the prompt's first ``words`` distinct topic words
-    (:func:`topic_words`, names kept; 0: all of them), or the prompt as written when it has none."""
-    seen: set[str] = set()
-    kept: list[str] = []
-    for word in topic_words(prompt):
-        lower = word.lower()
-        if lower in seen:
-            continue
-        seen.add(lower)
-        kept.append(word)
-        if len(kept) == words:
-            break
-    return " ".join(kept) if kept else prompt
 
 
 def embedding_text(prompt: str, words: int) -> str:
@@ -299,8 +282,11 @@ class Recaller:
         # (checksummed) payloads and dense vectors: no second read (4.40 -> 3.87 ms CPU p50 of the work after the
         # embedding, <= 15 words; the same hits, payloads and signals from one engine answer, 1,950 prompts).
         whole = params.candidates <= CANDIDATES
-        request = replace(build_request(keyword_text(prompt, KEYWORD_WORDS), vec, None, params), with_payload=True if whole else RANK_FIELDS,
-                          with_vector=(DENSE,) if whole else False)
+        request = replace(
+            build_request(prompt, vec, None, params),
+            with_payload=True if whole else RANK_FIELDS,
+            with_vector=(DENSE,) if whole else False,
+        )
         points = svc.coll.query(request)
         ranked = current_first(svc.coll, rerank(points, CANDIDATES, svc.clock(), params), True)
         hits, cosines = self._read(vec, ranked[:CANDIDATES], {str(p.id): p for p in points} if whole else {})
