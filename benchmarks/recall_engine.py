@@ -16,8 +16,9 @@ engine orders by a per-process hash). Run: ``python benchmarks/recall_engine.py 
 ``--depths 50,25`` instead measures recall's work after the embedding (``Recaller.candidates`` with the prompt's vector
 computed beforehand: the fused query, rerank, chains, the read of the 10 and their coverage) at each candidate depth
 (``memory/recall.py`` ``_DEPTH``), the depths alternating per prompt, a ``--pause-ms`` pause before each call (a turn
-follows the user's idle time, and work after a pause runs slower). ``--keyword-words whole,topic:8`` does the same with
-texts recall's keyword stages could search instead of the whole prompt (``benchmarks/recall_keyword_text.py``).
+follows the user's idle time, and work after a pause runs slower). ``--keyword-words whole,first:16`` does the same
+with the texts recall's keyword stages could search (``memory/recall.py`` ``keyword_text``;
+``benchmarks/recall_keyword_text.py``).
 """
 
 from __future__ import annotations
@@ -163,16 +164,16 @@ def by_depth(root: Path, by_length: dict[int, list[str]], depths: list[int], rou
 def by_keyword_text(
     root: Path, by_length: dict[int, list[str]], specs: list[str], rounds: int, pause_ms: float
 ) -> None:
-    """Recall's work after the embedding with its keyword stages searching each text of the prompt (``whole``, what
-    recall searches; ``topic:N`` / ``plain:N``: see ``benchmarks/recall_keyword_text.py``), alternating per prompt."""
-    from recall_keyword_text import keyword_text, searching
+    """Recall's work after the embedding with its keyword stages searching each text of the prompt (``whole``,
+    ``first:N``, ``topic:N``, ``plain:N``: see ``benchmarks/recall_keyword_text.py``), alternating per prompt."""
+    from recall_keyword_text import text_of
 
     from amplifier_module_tool_agent_memory.memory import recall
 
-    requests = {spec: searching(keyword_text(spec)) for spec in specs}
+    texts = {spec: text_of(spec) for spec in specs}
 
     def text(spec: str) -> None:
-        recall.build_request = requests[spec]  # type: ignore[attr-defined]
+        recall.keyword_text = texts[spec]
 
     alternating(root, by_length, {f"keywords {s:>8}": lambda s=s: text(s) for s in specs}, rounds, pause_ms)
 

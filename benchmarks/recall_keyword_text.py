@@ -1,13 +1,14 @@
-"""What recall's keyword (BM25) stages could search instead of the whole prompt: evidence / foreign nothing per text.
+"""What recall's keyword (BM25) stages should search of a prompt: evidence / foreign nothing per text.
 
 Run ``python benchmarks/recall_keyword_text.py --store-dir DIR`` with DIR a ``benchmarks/recall.py --store-dir`` folder
 (its LoCoMo conversations are stored there on a first run of that script). For each text, each own and renamed foreign
 question of LoCoMo dev is recalled once (``Recaller.candidates``, as ``benchmarks/query_embed_text.py`` does) with the
-two keyword stages of its fused query searching that text (the embedding and the gate as configured), and the gate
-decides what is injected into a block of ``recall.budget_tokens``: evidence injected / foreign nothing on TUNE and, held
-apart, on HELD. With ``--long`` also the 60-word prompts of ``benchmarks/recall.py --long-prompts`` (the question first,
-then last). Choose on TUNE; HELD is the check. Nothing is asserted. ``benchmarks/recall_engine.py --keyword-words``
-measures the same texts' engine work. Session 15 measured these and kept the whole prompt (docs/recall.md).
+two keyword stages of its fused query searching that text (``memory/recall.py`` ``keyword_text`` swapped; the
+embedding and the gate as configured), and the gate decides what is injected into a block of ``recall.budget_tokens``:
+evidence injected / foreign nothing on TUNE and, held apart, on HELD. With ``--long`` also the 60-word prompts of
+``benchmarks/recall.py --long-prompts`` (the question first, then last). Choose on TUNE; HELD is the check. Nothing is
+asserted. ``benchmarks/recall_engine.py --keyword-words`` measures the same texts' engine work. Session 15 chose
+``first:16`` with them (docs/recall.md).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import recall as bench
 
@@ -46,24 +46,17 @@ def distinct_words(prompt: str, words: int, framing: bool) -> str:
     return " ".join(kept) if kept else prompt
 
 
-def keyword_text(spec: str) -> Text:
-    """``whole`` (the prompt as written, what recall searches), ``topic:N`` (its first N distinct topic words; 0: all)
-    or ``plain:N`` (its first N distinct words other than function words, framing words kept)."""
+def text_of(spec: str) -> Text:
+    """``whole`` (the prompt as written, what recall searched until session 15), ``first:N`` (its first N words as
+    written; recall searches ``first:16``), ``topic:N``
+    (its first N distinct topic words; 0: all) or ``plain:N`` (its first N distinct words other than function words,
+    framing words kept)."""
     kind, _, count = spec.partition(":")
     if kind == "whole":
         return lambda prompt: prompt
+    if kind == "first":
+        return lambda prompt: " ".join(prompt.split()[: int(count)])
     return lambda prompt: distinct_words(prompt, int(count or 0), framing=kind == "plain")
-
-
-def searching(text: Text) -> Any:
-    """``memory/ranking.py`` ``build_request`` with its keyword stages searching ``text`` of the prompt (recall's
-    module reads ``build_request`` by its own name: the benchmark swaps it in there)."""
-    from amplifier_module_tool_agent_memory.memory.ranking import build_request
-
-    def request(query_text: str, query_vec: list[float], flt: Any, params: Any) -> Any:
-        return build_request(text(query_text), query_vec, flt, params)
-
-    return request
 
 
 def main() -> int:
@@ -72,7 +65,7 @@ def main() -> int:
     parser.add_argument(
         "--texts",
         default="whole,topic:0,topic:16,topic:12,topic:8,plain:0,plain:8",
-        help="comma-separated: whole, topic:N or plain:N (see keyword_text)",
+        help="comma-separated: whole, first:N, topic:N or plain:N (see text_of)",
     )
     parser.add_argument("--long", action="store_true", help="also 60-word prompts, the question first and last")
     args = parser.parse_args()
@@ -91,7 +84,7 @@ def main() -> int:
     ids = {c: json.loads((root / f"{c}.ids.json").read_text()) for c in bench.TUNE + bench.HELD}
     config = RecallConfig()
     gate = config.gate
-    own_request = recall.build_request
+    own_text = recall.keyword_text
     print(
         f"gate: coverage + {gate.cosine_weight} cosine >= {gate.min_relevance}; blocks of {config.budget_tokens} "
         "tokens; evidence injected / foreign nothing"
@@ -101,7 +94,8 @@ def main() -> int:
         head += f"{'TUNE 60 first':>16}{'TUNE 60 last':>16}{'HELD 60 first':>16}{'HELD 60 last':>16}"
     print(head)
     for spec in args.texts.split(","):
-        recall.build_request = searching(keyword_text(spec))  # type: ignore[attr-defined]
+        # Recaller.candidates reads the module's keyword_text: each text is swapped in for its own pass.
+        recall.keyword_text = text_of(spec)
         line = f"{spec:<24}"
         for half in halves.values():
             rows = [
@@ -126,7 +120,7 @@ def main() -> int:
                         foreign += f
                     line += f"{statistics.fmean(own):>9.3f} /{statistics.fmean(foreign):>5.3f}"
         print(line, flush=True)
-    recall.build_request = own_request  # type: ignore[attr-defined]
+    recall.keyword_text = own_text
     return 0
 
 

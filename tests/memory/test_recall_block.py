@@ -5,8 +5,11 @@ reads of a long prompt."""
 from __future__ import annotations
 
 from amplifier_module_tool_agent_memory.amplifier.recall_hooks import fit
+from amplifier_module_tool_agent_memory.compare.lexicon import FUNCTION_WORDS
 from amplifier_module_tool_agent_memory.config import RecallGateConfig
 from amplifier_module_tool_agent_memory.memory.recall import (
+    _FRAMING,
+    _NOT_TOPICAL,
     Signals,
     _stems,
     content_words,
@@ -14,6 +17,7 @@ from amplifier_module_tool_agent_memory.memory.recall import (
     embedding_text,
     passes,
     render_block,
+    topic_words,
 )
 from amplifier_module_tool_agent_memory.tokens import count_tokens
 
@@ -26,6 +30,16 @@ def test_names_and_function_words_are_not_content_words() -> None:
     assert content_words("Jon asked: when did Jon start painting?") == ["start", "paint"]
     assert content_words("What did Caroline and Melanie do?") == []
     assert content_words("Why does the CI fail in BillingService?") == ["ci", "fail", "billingservic"]
+
+
+def test_content_words_and_topic_words_drop_the_same_words() -> None:
+    # One set serves both lists: every function and framing word, and nothing else but one-letter words.
+    assert _NOT_TOPICAL == FUNCTION_WORDS | _FRAMING
+    prompt = "tell me what x the pottery class remember about painting"
+    assert topic_words(prompt) == ["pottery", "class", "painting"]
+    assert content_words(prompt) == ["potteri", "class", "paint"]
+    for word in sorted(_NOT_TOPICAL):
+        assert topic_words(f"{word} pottery") == ["pottery"] and content_words(f"{word} pottery") == ["potteri"]
 
 
 def test_every_sentence_end_starts_a_sentence_and_only_a_capital_then_lower_case_is_a_name() -> None:

@@ -70,6 +70,14 @@ CANDIDATES = 10
 # to the engine's order of tied candidates, which changes from one query to the next: between two processes the
 # injected block differed for 73 of 1,950 prompts at 10 (gate decisions 3), 26 at 20 (0), 2 at 50 (0).
 _DEPTH = 10
+# What recall's two keyword (BM25) stages search: the prompt's first 16 words as written (memory_search keeps the whole
+# query). A question is shorter, so its recall is unchanged; a long prompt's keyword stages grew with it (the embedding
+# reads 6 topic words whatever the length). Recall's work after the embedding at 10k memories, 60-word prompts, wall
+# p50 / p95, whole -> first 16: 2.79 / 3.80 -> 2.41 / 3.45 ms (<= 15 words 2.12 / 3.65 -> 2.04 / 3.90: the same text);
+# evidence injected / foreign-nothing, TUNE 0.681 / 0.757 -> 0.684 / 0.756, HELD 0.685 / 0.761 -> 0.691 / 0.761 (the
+# engine's tie noise); 60-word prompts, the question first: TUNE 0.249 -> 0.293, HELD 0.191 -> 0.212 evidence. Chosen
+# on TUNE over the first 24 / 12 words and the first 8 distinct topic words (HELD 0.670); see docs/recall.md.
+_KEYWORD_WORDS = 16
 # Most tokens of one memory's line (id, kind, date and about 180 characters of text): a longer memory is cut,
 # so one long memory cannot fill the block. On the tuning half of LoCoMo dev, at a 400-token budget, lines of
 # at most 60 tokens cited an evidence memory for 0.69 of questions, at most 200 tokens for 0.64.
@@ -167,6 +175,11 @@ def topic_words(prompt: str) -> list[str]:
     return found
 
 
+def keyword_text(prompt: str) -> str:
+    """What recall's keyword stages search of ``prompt``: its first ``_KEYWORD_WORDS`` words as written."""
+    return " ".join(prompt.split()[:_KEYWORD_WORDS])
+
+
 def embedding_text(prompt: str, words: int) -> str:
     """What recall's query embedding reads of ``prompt``: its first ``words`` topic words (:func:`topic_words`),
     or the prompt as written when it has none or ``words`` is 0.
@@ -177,7 +190,7 @@ def embedding_text(prompt: str, words: int) -> str:
     0.693 / 0.759 evidence / foreign nothing on TUNE (HELD 0.715 / 0.770); the first 6 topic words 0.674 /
     0.751 (HELD 0.700 / 0.764), chosen on TUNE over 8 or all topic words (0.674 / 0.750) as the cheapest of
     the ties; the first 8 or 10 words as written 0.649-0.665. Bounded, a long prompt's recall costs what a
-    question's does. Keyword search and the gate still read the whole prompt.
+    question's does. The gate still reads the whole prompt (keyword search its first 16 words: :func:`keyword_text`).
     """
     if words <= 0:
         return prompt
@@ -283,7 +296,7 @@ class Recaller:
         # embedding, <= 15 words; the same hits, payloads and signals from one engine answer, 1,950 prompts).
         whole = params.candidates <= CANDIDATES
         request = replace(
-            build_request(prompt, vec, None, params),
+            build_request(keyword_text(prompt), vec, None, params),
             with_payload=True if whole else RANK_FIELDS,
             with_vector=(DENSE,) if whole else False,
         )
