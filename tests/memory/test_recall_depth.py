@@ -14,13 +14,41 @@ from amplifier_module_tool_agent_memory.memory.models import MemoryRecord, Memor
 from amplifier_module_tool_agent_memory.memory.ranking import Hit, RetrievalParams
 from amplifier_module_tool_agent_memory.memory.recall import _DEPTH, CANDIDATES, Recaller
 from amplifier_module_tool_agent_memory.runtime import AgentMemory
-from amplifier_module_tool_agent_memory.store.query import Fused, Search
+from amplifier_module_tool_agent_memory.store.query import Bm25, Fused, Search
 
 # More memories matching the prompt than recall's depth, fewer than memory_search's; one named differently each.
-SERVICES = ("billing", "search", "payments", "invoices", "mailer", "gateway", "ledger", "reports", "exports", "imports",
-            "auth", "profiles", "catalog", "orders", "shipping", "returns", "pricing", "coupons", "reviews", "media",
-            "thumbnails", "webhooks", "scheduler", "archive", "metrics", "alerts", "backups", "tenants", "quotas",
-            "audit")
+SERVICES = (
+    "billing",
+    "search",
+    "payments",
+    "invoices",
+    "mailer",
+    "gateway",
+    "ledger",
+    "reports",
+    "exports",
+    "imports",
+    "auth",
+    "profiles",
+    "catalog",
+    "orders",
+    "shipping",
+    "returns",
+    "pricing",
+    "coupons",
+    "reviews",
+    "media",
+    "thumbnails",
+    "webhooks",
+    "scheduler",
+    "archive",
+    "metrics",
+    "alerts",
+    "backups",
+    "tenants",
+    "quotas",
+    "audit",
+)
 
 
 def _depths(request: Search) -> tuple[int, list[int]]:
@@ -33,10 +61,15 @@ def test_recall_reads_its_own_depth_and_memory_search_keeps_fifty(
 ) -> None:
     assert CANDIDATES <= _DEPTH < RetrievalParams().candidates
     svc = make_runtime().memory()
-    texts = [f"The deploy of the {name} service runs every Friday at {i % 12 + 1} pm."
-             for i, name in enumerate(SERVICES)]
-    records = [MemoryRecord(id=str(uuid.uuid5(uuid.NAMESPACE_URL, t)), content=t, kind="fact",
-                            created_at="2026-01-10T12:00:00Z") for t in texts]
+    texts = [
+        f"The deploy of the {name} service runs every Friday at {i % 12 + 1} pm." for i, name in enumerate(SERVICES)
+    ]
+    records = [
+        MemoryRecord(
+            id=str(uuid.uuid5(uuid.NAMESPACE_URL, t)), content=t, kind="fact", created_at="2026-01-10T12:00:00Z"
+        )
+        for t in texts
+    ]
     svc.import_records(records)
     requests: list[Search] = []
     answers: list[int] = []
@@ -72,14 +105,55 @@ def test_a_candidate_the_query_did_not_bring_is_read(make_runtime: Callable[...,
     # A chain's newest memory that the search did not return joins the candidates without a vector: it is read.
     svc = make_runtime().memory()
     texts = [f"The deploy of the {name} service runs every Friday." for name in SERVICES[:3]]
-    svc.import_records([MemoryRecord(id=str(uuid.uuid5(uuid.NAMESPACE_URL, t)), content=t, kind="fact",
-                                     created_at="2026-01-10T12:00:00Z") for t in texts])
+    svc.import_records(
+        [
+            MemoryRecord(
+                id=str(uuid.uuid5(uuid.NAMESPACE_URL, t)), content=t, kind="fact", created_at="2026-01-10T12:00:00Z"
+            )
+            for t in texts
+        ]
+    )
     recaller = Recaller(svc, RecallConfig())
     vec = svc.embedder.embed_query("deploy of the billing service")
-    points = {str(p.id): p for p in svc.coll.retrieve([str(uuid.uuid5(uuid.NAMESPACE_URL, t)) for t in texts],
-                                                       with_vector=("dense",))}
+    points = {
+        str(p.id): p
+        for p in svc.coll.retrieve([str(uuid.uuid5(uuid.NAMESPACE_URL, t)) for t in texts], with_vector=("dense",))
+    }
     ranked = [Hit(i, 1.0, {}) for i in points]
     everything = recaller._read(vec, ranked, points)
     first = next(iter(points))
     assert recaller._read(vec, ranked, {i: p for i, p in points.items() if i != first}) == everything
     assert [h.payload["content"] for h in everything[0]] == texts and len(everything[1]) == 3
+
+
+def test_recalls_keyword_stages_search_the_prompts_first_words_and_memory_search_the_whole_query(
+    make_runtime: Callable[..., AgentMemory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    svc = make_runtime().memory()
+    svc.import_records(
+        [
+            MemoryRecord(
+                id=str(uuid.uuid5(uuid.NAMESPACE_URL, "deploy")),
+                kind="fact",
+                content="The deploy of the reports service runs every Friday.",
+                created_at="2026-01-10T12:00:00Z",
+            )
+        ]
+    )
+    requests: list[Search] = []
+    query = svc.coll.query
+    monkeypatch.setattr(svc.coll, "query", lambda request: requests.append(request) or query(request))
+    question = "When does the deploy of the reports service run on a normal week?"  # 13 words
+    padding = " ".join(f"and the {name} service too?" for name in SERVICES[:8])  # 40 words
+    prompt = f"{question} {padding}"
+    hits, _, _ = Recaller(svc, RecallConfig()).candidates(prompt)
+    svc.search(MemorySearchInput(query=prompt, limit=5))
+
+    def keyword_texts(request: Search) -> list[str]:
+        assert isinstance(request.query, Fused)
+        return [stage.query.text for stage in request.query.stages if isinstance(stage.query, Bm25)]
+
+    first_16 = " ".join(prompt.split()[:16])
+    assert keyword_texts(requests[0]) == [first_16, first_16]  # recall: the first 16 words, not the padding
+    assert keyword_texts(requests[1]) == [prompt, prompt]  # memory_search: the whole query
+    assert hits[0].payload["content"].startswith("The deploy of the reports service")
