@@ -74,6 +74,8 @@ _DEPTH = 10
 # query). A question is shorter, so its recall is unchanged; a long prompt's keyword stages grew with it (the embedding
 # reads 6 topic words whatever the length). Recall's work after the embedding at 10k memories, 60-word prompts, wall
 # p50 / p95, whole -> first 16: 2.79 / 3.80 -> 2.41 / 3.45 ms (<= 15 words 2.12 / 3.65 -> 2.04 / 3.90: the same text);
+# in the turn, 60 words, added p50 / p95 against 855468f in two lane runs (both orders): 6.5 / 8.5 -> 5.6 / 7.5 and
+# 6.2 / 8.5 -> 5.8 / 7.8 ms;
 # evidence injected / foreign-nothing, TUNE 0.681 / 0.757 -> 0.684 / 0.756, HELD 0.685 / 0.761 -> 0.691 / 0.761 (the
 # engine's tie noise); 60-word prompts, the question first: TUNE 0.249 -> 0.293, HELD 0.191 -> 0.212 evidence. Chosen
 # on TUNE over the first 24 / 12 words and the first 8 distinct topic words (HELD 0.670); see docs/recall.md.
