@@ -11,7 +11,6 @@ tokens the model reads (with its two markers) p50 / max. Choose on TUNE; HELD is
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from collections.abc import Callable
@@ -34,26 +33,17 @@ def main() -> int:
                         help="first:N (first N words as written) or topic:N (first N topic words; 0: all of them)")
     args = parser.parse_args()
     root = Path(args.store_dir)
-    if not bench.DATA.exists():
-        print(f"SKIP: LoCoMo data not found at {bench.DATA} (it lives in ../shared/data, outside the repository)")
+    if (stored := bench.stored_halves(root)) is None:
         return 0
-    if not all((root / f"{c}.ids.json").exists() for c in bench.TUNE + bench.HELD):
-        print(f"SKIP: no stored conversations in {root}: run benchmarks/recall.py --store-dir {root} first")
-        return 0
-    from amplifier_module_tool_agent_memory.config import EmbeddingConfig, RecallConfig
+    halves, ids = stored
+    from amplifier_module_tool_agent_memory.config import EmbeddingConfig
     from amplifier_module_tool_agent_memory.embeddings.providers import LocalEmbedder
     from amplifier_module_tool_agent_memory.memory import recall
 
-    samples = {s["sample_id"]: s for s in json.loads(bench.DATA.read_text())}
-    halves = {"tune": [samples[c] for c in bench.TUNE], "held": [samples[c] for c in bench.HELD]}
-    ids = {c: json.loads((root / f"{c}.ids.json").read_text()) for c in bench.TUNE + bench.HELD}
-    config = RecallConfig()
-    gate = config.gate
     tokenizer = LocalEmbedder(EmbeddingConfig())._session().model.tokenizer
     prompts = [str(q["question"]) for half in halves.values() for s in half for q in bench.questions(s)]
     topic = recall.embedding_text
-    print(f"gate: coverage + {gate.cosine_weight} cosine >= {gate.min_relevance}; blocks of {config.budget_tokens} "
-          "tokens; evidence injected / foreign nothing")
+    print(bench.gate_line())
     print(f"{'query embedding of':<24}{'tokens p50':>11}{'max':>5}{'TUNE':>16}{'HELD':>16}")
     for spec in args.cuts.split(","):
         kind, count = spec.split(":")
@@ -65,12 +55,7 @@ def main() -> int:
         line = f"{spec:<24}"
         tokens = [len(tokenizer.encode(cut(p, words)).ids) for p in prompts]
         line += f"{statistics.median(tokens):>11.0f}{max(tokens):>5}"
-        for half in halves.values():
-            rows = [row for s in half for row in bench.measure_signals(s, [o for o in half if o is not s], root,
-                                                                           ids[s["sample_id"]])]
-            evidence, quiet = bench.gate_figures(
-                rows, lambda cov, cos: cov + gate.cosine_weight * cos >= gate.min_relevance, config.budget_tokens)
-            line += f"{evidence:>9.3f} /{quiet:>5.3f}"
+        line += bench.halves_cells(halves, root, ids)
         print(line, flush=True)
     recall.embedding_text = topic
     return 0

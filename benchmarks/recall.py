@@ -105,6 +105,53 @@ async def store_conversation(sample: dict[str, Any], root: Path) -> dict[str, st
     return ids
 
 
+def stored_halves(root: Path) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, str]]] | None:
+    """TUNE's and HELD's conversations and the ids of their turns stored in ``root`` (this script's --store-dir), or
+    None, saying why, when the data or the stored conversations are missing (the scripts that re-read them skip)."""
+    if not DATA.exists():
+        print(f"SKIP: LoCoMo data not found at {DATA} (it lives in ../shared/data, outside the repository)")
+        return None
+    if not all((root / f"{c}.ids.json").exists() for c in TUNE + HELD):
+        print(f"SKIP: no stored conversations in {root}: run benchmarks/recall.py --store-dir {root} first")
+        return None
+    samples = {s["sample_id"]: s for s in json.loads(DATA.read_text())}
+    halves = {"tune": [samples[c] for c in TUNE], "held": [samples[c] for c in HELD]}
+    return halves, {c: json.loads((root / f"{c}.ids.json").read_text()) for c in TUNE + HELD}
+
+
+def gate_line() -> str:
+    """The configured gate and block budget, as the scripts that re-read the stored halves print them first."""
+    from amplifier_module_tool_agent_memory.config import RecallConfig
+
+    config = RecallConfig()
+    gate = config.gate
+    return (
+        f"gate: coverage + {gate.cosine_weight} cosine >= {gate.min_relevance}; blocks of {config.budget_tokens} "
+        "tokens; evidence injected / foreign nothing"
+    )
+
+
+def halves_cells(
+    halves: dict[str, list[dict[str, Any]]], root: Path, ids: dict[str, dict[str, str]]
+) -> str:
+    """Evidence injected / foreign nothing of each half at the configured gate and budget, as printed columns (each own
+    and renamed foreign question recalled once: :func:`measure_signals`)."""
+    from amplifier_module_tool_agent_memory.config import RecallConfig
+
+    config = RecallConfig()
+    gate = config.gate
+    cells = ""
+    for half in halves.values():
+        rows = [
+            row for s in half for row in measure_signals(s, [o for o in half if o is not s], root, ids[s["sample_id"]])
+        ]
+        evidence, quiet = gate_figures(
+            rows, lambda cov, cos: cov + gate.cosine_weight * cos >= gate.min_relevance, config.budget_tokens
+        )
+        cells += f"{evidence:>9.3f} /{quiet:>5.3f}"
+    return cells
+
+
 def identity(sample: dict[str, Any]) -> str:
     return f"locomo-{sample['sample_id']}"
 

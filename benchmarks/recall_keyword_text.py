@@ -14,7 +14,6 @@ asserted. ``benchmarks/recall_engine.py --keyword-words`` measures the same text
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from collections.abc import Callable
@@ -70,25 +69,15 @@ def main() -> int:
     parser.add_argument("--long", action="store_true", help="also 60-word prompts, the question first and last")
     args = parser.parse_args()
     root = Path(args.store_dir)
-    if not bench.DATA.exists():
-        print(f"SKIP: LoCoMo data not found at {bench.DATA} (it lives in ../shared/data, outside the repository)")
+    if (stored := bench.stored_halves(root)) is None:
         return 0
-    if not all((root / f"{c}.ids.json").exists() for c in bench.TUNE + bench.HELD):
-        print(f"SKIP: no stored conversations in {root}: run benchmarks/recall.py --store-dir {root} first")
-        return 0
+    halves, ids = stored
     from amplifier_module_tool_agent_memory.config import RecallConfig
     from amplifier_module_tool_agent_memory.memory import recall
 
-    samples = {s["sample_id"]: s for s in json.loads(bench.DATA.read_text())}
-    halves = {"tune": [samples[c] for c in bench.TUNE], "held": [samples[c] for c in bench.HELD]}
-    ids = {c: json.loads((root / f"{c}.ids.json").read_text()) for c in bench.TUNE + bench.HELD}
-    config = RecallConfig()
-    gate = config.gate
+    query_words = RecallConfig().query_words
     own_text = recall.keyword_text
-    print(
-        f"gate: coverage + {gate.cosine_weight} cosine >= {gate.min_relevance}; blocks of {config.budget_tokens} "
-        "tokens; evidence injected / foreign nothing"
-    )
+    print(bench.gate_line())
     head = f"{'keyword stages search':<24}{'TUNE':>16}{'HELD':>16}"
     if args.long:
         head += f"{'TUNE 60 first':>16}{'TUNE 60 last':>16}{'HELD 60 first':>16}{'HELD 60 last':>16}"
@@ -97,16 +86,7 @@ def main() -> int:
         # Recaller.candidates reads the module's keyword_text: each text is swapped in for its own pass.
         recall.keyword_text = text_of(spec)
         line = f"{spec:<24}"
-        for half in halves.values():
-            rows = [
-                row
-                for s in half
-                for row in bench.measure_signals(s, [o for o in half if o is not s], root, ids[s["sample_id"]])
-            ]
-            evidence, quiet = bench.gate_figures(
-                rows, lambda cov, cos: cov + gate.cosine_weight * cos >= gate.min_relevance, config.budget_tokens
-            )
-            line += f"{evidence:>9.3f} /{quiet:>5.3f}"
+        line += bench.halves_cells(halves, root, ids)
         if args.long:
             for half in halves.values():
                 for first in (True, False):
@@ -114,7 +94,7 @@ def main() -> int:
                     foreign: list[bool] = []
                     for s in half:
                         o, f = bench.long_prompt_figures(
-                            s, [x for x in half if x is not s], root, ids[s["sample_id"]], 60, first, config.query_words
+                            s, [x for x in half if x is not s], root, ids[s["sample_id"]], 60, first, query_words
                         )
                         own += o
                         foreign += f
