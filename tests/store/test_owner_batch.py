@@ -286,6 +286,24 @@ def test_the_switch_interval_is_short_while_another_process_is_served_and_put_ba
     assert sys.getswitchinterval() == before
 
 
+def test_a_client_that_has_its_answer_is_served_even_as_another_leaves(served: OwnerServer) -> None:
+    # Clients handing over one to the next: each one that has its hello answer keeps the interval short, whatever the
+    # other's leaving does meanwhile (the answer once went out before the serving thread counted its client, so a
+    # leaving client could put the default back under a newcomer: CI, session 15).
+    before = sys.getswitchinterval()
+    current = _client(served)
+    for _ in range(300):
+        newcomer = _client(served)
+        assert sys.getswitchinterval() == pytest.approx(SERVING_SWITCH_INTERVAL_S)
+        current.close()
+        assert _until(lambda: served.connections == 1)
+        assert sys.getswitchinterval() == pytest.approx(SERVING_SWITCH_INTERVAL_S)
+        current = newcomer
+    current.close()
+    assert _until(lambda: served.connections == 0)
+    assert sys.getswitchinterval() == before
+
+
 def test_an_interval_the_host_sets_while_serving_is_kept(served: OwnerServer) -> None:
     before = sys.getswitchinterval()
     sock = _client(served)

@@ -296,9 +296,11 @@ class OwnerServer:
                 message = f"this store's owner speaks protocol {wire.PROTOCOL}, not {hello.get('protocol', 1)}"
                 wire.send(conn, {"e": wire.error_message(PermissionError(message))})
                 return
-            wire.send(conn, {"r": {**self._hello, "protocol": wire.PROTOCOL}})
+            # Counted as served before the answer: a client that has it is served (its interval is in force), and a
+            # second client's leaving cannot put the interval back while this one is still on its way in.
             _SWITCHING.enter()
             serving = True
+            wire.send(conn, {"r": {**self._hello, "protocol": wire.PROTOCOL}})
             while True:
                 message = wire.receive(conn)
                 if message.get("op") == "batch":
