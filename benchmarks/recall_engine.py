@@ -237,8 +237,8 @@ def main() -> int:
     parser.add_argument("--depths", help="instead: recall's work after the embedding at these depths, e.g. 50,25")
     parser.add_argument(
         "--keyword-words",
-        help="instead: recall's work after the embedding with these keyword-stage "
-        "texts, e.g. whole,0,12 (whole: the prompt; N: its first N distinct topic words, 0: all)",
+        help="instead: recall's work after the embedding with these keyword-stage texts, e.g. whole,first:16,topic:8 "
+        "(whole, first:N, topic:N or plain:N: see benchmarks/recall_keyword_text.py)",
     )
     parser.add_argument(
         "--pause-ms", type=float, default=20.0, help="with --depths / --keyword-words: the pause before each call"
